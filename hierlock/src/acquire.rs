@@ -1,0 +1,552 @@
+//! Taking a plan's locks on a transaction: [`Locker`] and [`LockSet`].
+
+use std::sync::Arc;
+
+use sea_orm::{ConnectionTrait, DatabaseTransaction, DbErr, QueryResult, Statement};
+
+use crate::classify::{Conflict, classify};
+use crate::config::{Config, PostgresLocks, Wait};
+use crate::dialect::Dialect;
+use crate::error::{Error, Result, TxnState};
+use crate::level::Level;
+use crate::plan::{Keyspace, LockPlan, PlannedLock};
+use crate::schema;
+use crate::target::{Access, Request, Target};
+
+/// How locks are represented on the connected server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Strategy {
+    /// Row locks on the bucket table (MySQL, MariaDB; PostgreSQL on request).
+    BucketRows,
+    /// PostgreSQL transaction-scoped advisory locks.
+    Advisory { namespace: u16 },
+    /// SQLite's one database-wide write lock.
+    SqliteWriteLock,
+}
+
+/// Takes hierarchical locks on transactions of one database.
+///
+/// Made once per database by [`Locker::connect`], which detects the server and
+/// checks the bucket table; cheap to clone and share between tasks.
+///
+/// ```no_run
+/// # async fn demo(db: sea_orm::DatabaseConnection) -> Result<(), Box<dyn std::error::Error>> {
+/// use hierlock::{Config, Locker, Target};
+/// use sea_orm::TransactionTrait;
+///
+/// let locker = Locker::connect(&db, Config::default()).await?;
+/// let txn = db.begin().await?;
+/// // Shared on User(u1) and Account(u1/a1), exclusive on Resource(u1/a1/r1):
+/// locker.acquire(&txn, [Target::resource("u1", "a1", "r1").write()]).await?;
+/// // … writes protected by the lock …
+/// txn.commit().await?; // releases the locks with the writes
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Locker {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: Config,
+    dialect: Dialect,
+    strategy: Strategy,
+}
+
+const SAVEPOINT: &str = "hierlock_acquire";
+
+impl Locker {
+    /// Detect the server behind `db` and check that it is ready for `config`.
+    ///
+    /// With the bucket table (MySQL, MariaDB, or PostgreSQL with
+    /// [`PostgresLocks::BucketTable`]) this reads the table's metadata row.
+    /// On SQLite it creates hierlock's one-row metadata table if missing.
+    ///
+    /// # Errors
+    /// - [`Error::NotProvisioned`]: the bucket table or its metadata is missing,
+    ///   or provisioning did not finish.
+    /// - [`Error::ConfigMismatch`]: the table was provisioned for another key
+    ///   scheme or bucket space.
+    /// - [`Error::Database`]: the server could not be asked.
+    pub async fn connect(db: &impl ConnectionTrait, config: Config) -> Result<Locker> {
+        let dialect = Dialect::detect(db).await?;
+        let strategy = match (dialect, config.postgres_locks()) {
+            (Dialect::Postgres, PostgresLocks::Advisory { namespace }) => {
+                Strategy::Advisory { namespace }
+            }
+            (Dialect::Sqlite, _) => Strategy::SqliteWriteLock,
+            _ => Strategy::BucketRows,
+        };
+        match strategy {
+            Strategy::BucketRows => schema::verify(db, dialect, &config).await?,
+            Strategy::SqliteWriteLock => schema::ensure_sqlite(db, &config).await?,
+            Strategy::Advisory { .. } => {}
+        }
+        tracing::debug!(?dialect, ?strategy, table = %config.table(), "hierlock locker ready");
+        Ok(Locker {
+            inner: Arc::new(Inner {
+                config,
+                dialect,
+                strategy,
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The detected server.
+    pub fn dialect(&self) -> Dialect {
+        self.inner.dialect
+    }
+
+    /// Whether two transactions with non-conflicting requests can hold their
+    /// locks at once. False on SQLite, where every acquisition takes the one
+    /// database-wide write lock.
+    pub fn is_exact(&self) -> bool {
+        self.inner.strategy != Strategy::SqliteWriteLock
+    }
+
+    /// Where this locker hashes nodes to.
+    pub fn keyspace(&self) -> Keyspace {
+        match self.inner.strategy {
+            Strategy::Advisory { namespace } => Keyspace::Advisory { namespace },
+            _ => Keyspace::Buckets {
+                scheme: self.inner.config.key_scheme(),
+                space: self.inner.config.bucket_space(),
+            },
+        }
+    }
+
+    /// The locks `requests` would take, in the order they would be taken.
+    ///
+    /// # Errors
+    /// [`Error::EmptyId`] if a target has an empty ID.
+    pub fn plan<'r>(&self, requests: impl IntoIterator<Item = &'r Request>) -> Result<LockPlan> {
+        LockPlan::new(requests, self.keyspace())
+    }
+
+    /// Lock `requests` on `txn`, waiting as configured. The locks are held
+    /// until `txn` commits or rolls back.
+    ///
+    /// All requests are taken in one global order (see [`LockPlan`]), so
+    /// transactions that each take their locks in one call never deadlock
+    /// with each other, whatever their requests and however IDs collide.
+    ///
+    /// # Errors
+    /// - [`Error::EmptyId`] before any SQL runs.
+    /// - [`Error::WouldBlock`], [`Error::LockTimeout`], [`Error::Deadlock`]:
+    ///   a conflict; [`Error::txn_state`] says what it left in `txn`.
+    /// - [`Error::NotProvisioned`]: a bucket row is missing.
+    /// - [`Error::Misuse`]: `txn` is on another kind of database than this locker.
+    /// - [`Error::Database`]: any other failure.
+    pub async fn acquire<'t, R: Into<Request>>(
+        &self,
+        txn: &'t DatabaseTransaction,
+        requests: impl IntoIterator<Item = R>,
+    ) -> Result<LockSet<'t>> {
+        self.acquire_with(txn, requests, self.inner.config.wait())
+            .await
+    }
+
+    /// [`Locker::acquire`], waiting as `wait` says.
+    ///
+    /// # Errors
+    /// As [`Locker::acquire`], and [`Error::InvalidConfig`] for a zero timeout.
+    pub async fn acquire_with<'t, R: Into<Request>>(
+        &self,
+        txn: &'t DatabaseTransaction,
+        requests: impl IntoIterator<Item = R>,
+        wait: Wait,
+    ) -> Result<LockSet<'t>> {
+        let held = self
+            .lock_on(txn, requests.into_iter().map(Into::into).collect(), wait)
+            .await?;
+        Ok(LockSet { txn, held })
+    }
+
+    /// Plan and take `requests` on `conn`, which must be inside a transaction.
+    pub(crate) async fn lock_on(
+        &self,
+        conn: &impl ConnectionTrait,
+        requests: Vec<Request>,
+        wait: Wait,
+    ) -> Result<Held> {
+        let wait = wait.validate()?;
+        let plan = self.plan(&requests)?;
+        if conn.get_database_backend() != self.inner.dialect.backend() {
+            return Err(Error::Misuse(format!(
+                "this locker is for {:?}, but the transaction is on {:?}",
+                self.inner.dialect,
+                conn.get_database_backend()
+            )));
+        }
+        let mut held = Held {
+            requests,
+            plan,
+            statements: 0,
+        };
+        if held.plan.is_empty() {
+            return Ok(held);
+        }
+        let span = tracing::debug_span!("hierlock.acquire", locks = held.plan.locks().len(), ?wait);
+        let _enter = span.enter();
+        let mut run = Run {
+            conn,
+            dialect: self.inner.dialect,
+            wait,
+            what: describe_requests(&held.requests),
+            statements: 0,
+        };
+        // PostgreSQL aborts the whole transaction on a failed statement: run
+        // attempts that are expected to fail inside a savepoint.
+        let isolate = self.inner.dialect == Dialect::Postgres && wait != Wait::Block;
+        if isolate {
+            run.exec(run.savepoint_statement("SAVEPOINT"), "opening a savepoint")
+                .await?;
+        }
+        let mut outcome = self.take(&mut run, &held.plan).await;
+        if isolate {
+            outcome = run.close_savepoint(outcome).await;
+        }
+        held.statements = run.statements;
+        outcome.map(|()| held)
+    }
+
+    async fn take(&self, run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
+        let restore = run.set_wait().await?;
+        let outcome = match self.inner.strategy {
+            Strategy::BucketRows => self.take_bucket_rows(run, plan).await,
+            Strategy::Advisory { .. } => take_advisory(run, plan).await,
+            Strategy::SqliteWriteLock => {
+                let stmt = run
+                    .dialect
+                    .sqlite_write_lock_statement(self.inner.config.table());
+                run.query(stmt, false).await.map(drop)
+            }
+        };
+        run.restore_wait(restore, outcome).await
+    }
+
+    /// One statement per run of equal modes, in key order.
+    async fn take_bucket_rows(
+        &self,
+        run: &mut Run<'_, impl ConnectionTrait>,
+        plan: &LockPlan,
+    ) -> Result<()> {
+        for (i, locks) in plan.runs().enumerate() {
+            let stmt =
+                run.dialect
+                    .bucket_lock_statement(self.inner.config.table(), locks, run.wait);
+            // Earlier statements, or earlier rows of this one, may hold locks.
+            let partial = i > 0 || locks.len() > 1;
+            let rows = run.query(stmt, partial).await?;
+            self.check_provisioned(locks, &rows, partial || !rows.is_empty())?;
+        }
+        Ok(())
+    }
+
+    /// Fail closed: every planned row must have been returned, hence locked.
+    fn check_provisioned(
+        &self,
+        locks: &[PlannedLock],
+        rows: &[QueryResult],
+        partial: bool,
+    ) -> Result<()> {
+        if rows.len() == locks.len() {
+            return Ok(());
+        }
+        let found: Vec<(i64, i64)> = rows
+            .iter()
+            .filter_map(|row| {
+                Some((
+                    row.try_get("", "level").ok()?,
+                    row.try_get("", "bucket").ok()?,
+                ))
+            })
+            .collect();
+        let missing = locks
+            .iter()
+            .find(|lock| !found.contains(&(i64::from(lock.key.level.as_u8()), lock.key.slot)))
+            .unwrap_or(&locks[0]);
+        let (level, bucket) = (missing.key.level, missing.key.slot);
+        Err(Error::NotProvisioned {
+            what: format!(
+                "bucket row (level {} = {level}, bucket {bucket}) of `{}`",
+                level.as_u8(),
+                self.inner.config.table()
+            ),
+            row: u32::try_from(bucket).ok().map(|b| (level, b)),
+            txn_state: if partial {
+                TxnState::PartiallyLocked
+            } else {
+                TxnState::Unchanged
+            },
+        })
+    }
+}
+
+/// The whole plan in one statement; with no-wait, try-locks that report.
+async fn take_advisory(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
+    let try_only = run.wait == Wait::NoWait;
+    let stmt = run.dialect.advisory_lock_statement(plan.locks(), try_only);
+    let rows = run.query(stmt, plan.locks().len() > 1).await?;
+    if try_only && !all_granted(&rows, plan.locks().len()) {
+        return Err(Error::WouldBlock {
+            what: run.what.clone(),
+            txn_state: TxnState::PartiallyLocked,
+            source: None,
+        });
+    }
+    Ok(())
+}
+
+/// How to put a connection's lock wait back after an attempt.
+enum Restore {
+    Nothing,
+    Statement(Statement),
+}
+
+/// One acquisition in progress on one connection.
+struct Run<'c, C> {
+    conn: &'c C,
+    dialect: Dialect,
+    wait: Wait,
+    what: String,
+    statements: usize,
+}
+
+impl<C: ConnectionTrait> Run<'_, C> {
+    /// Run one lock statement; classify its failure. `partial` says whether
+    /// locks of this acquisition may already be held when it fails.
+    async fn query(&mut self, stmt: Statement, partial: bool) -> Result<Vec<QueryResult>> {
+        self.statements += 1;
+        tracing::trace!(sql = %stmt.sql, "hierlock lock statement");
+        self.conn
+            .query_all_raw(stmt)
+            .await
+            .map_err(|e| self.conflict(e, partial))
+    }
+
+    /// Run a bookkeeping statement (timeouts, savepoints).
+    async fn exec(&self, stmt: Statement, doing: &str) -> Result<()> {
+        self.conn
+            .execute_raw(stmt)
+            .await
+            .map(drop)
+            .map_err(|e| Error::database(doing, e))
+    }
+
+    fn conflict(&self, err: DbErr, partial: bool) -> Error {
+        let what = self.what.clone();
+        let family = self.dialect.is_mysql_family();
+        let busy_state = match self.dialect {
+            // Outside a savepoint, any error aborts a PostgreSQL transaction.
+            Dialect::Postgres => TxnState::Aborted,
+            _ if partial => TxnState::PartiallyLocked,
+            _ => TxnState::Unchanged,
+        };
+        match classify(&err) {
+            Some(Conflict::NoWait) => Error::WouldBlock {
+                what,
+                txn_state: busy_state,
+                source: Some(err),
+            },
+            Some(Conflict::Busy) if self.wait == Wait::NoWait => Error::WouldBlock {
+                what,
+                txn_state: busy_state,
+                source: Some(err),
+            },
+            Some(Conflict::Busy) => Error::LockTimeout {
+                what,
+                waited: match self.wait {
+                    Wait::Timeout(d) => Some(d),
+                    _ => None,
+                },
+                txn_state: busy_state,
+                source: err,
+            },
+            Some(Conflict::Deadlock) => Error::Deadlock {
+                what,
+                txn_state: if family {
+                    TxnState::RolledBack
+                } else {
+                    TxnState::Aborted
+                },
+                source: err,
+            },
+            None => Error::database(format!("acquiring {what}"), err),
+        }
+    }
+
+    /// Make the following lock statements wait at most this run's timeout,
+    /// where the server needs a setting for it; returns how to undo it.
+    async fn set_wait(&mut self) -> Result<Restore> {
+        if self.dialect == Dialect::Sqlite {
+            return self.set_sqlite_busy_timeout().await;
+        }
+        let Some((set, restore)) = self.dialect.timeout_setup(self.wait) else {
+            return Ok(Restore::Nothing);
+        };
+        self.exec(set, "setting the lock wait timeout").await?;
+        Ok(Restore::Statement(restore))
+    }
+
+    /// SQLite's lock wait is the connection's busy timeout: read it, then set
+    /// it for the attempt.
+    async fn set_sqlite_busy_timeout(&mut self) -> Result<Restore> {
+        let millis = match self.wait {
+            Wait::Block => return Ok(Restore::Nothing),
+            Wait::NoWait => 0,
+            Wait::Timeout(d) => d.as_millis().max(1),
+        };
+        let read = self.dialect.sqlite_busy_timeout_statement(None);
+        let saved: i64 = match self.conn.query_one_raw(read).await {
+            Ok(Some(row)) => row
+                .try_get_by_index(0)
+                .map_err(|e| Error::database("reading the busy timeout", e))?,
+            Ok(None) => 0,
+            Err(e) => return Err(Error::database("reading the busy timeout", e)),
+        };
+        let set = self.dialect.sqlite_busy_timeout_statement(Some(millis));
+        self.exec(set, "setting the busy timeout").await?;
+        let saved = u128::try_from(saved).unwrap_or(0);
+        Ok(Restore::Statement(
+            self.dialect.sqlite_busy_timeout_statement(Some(saved)),
+        ))
+    }
+
+    /// Undo [`Run::set_wait`]; the lock failure, if any, is the error worth reporting.
+    async fn restore_wait(&mut self, restore: Restore, outcome: Result<()>) -> Result<()> {
+        let Restore::Statement(stmt) = restore else {
+            return outcome;
+        };
+        // After a PostgreSQL failure the savepoint rollback undoes the setting
+        // (and the aborted savepoint would refuse the statement).
+        if outcome.is_err() && self.dialect == Dialect::Postgres {
+            return outcome;
+        }
+        let restored = self.exec(stmt, "restoring the lock wait timeout").await;
+        if let Err(e) = &restored {
+            tracing::warn!(error = %e, "hierlock could not restore the lock wait timeout");
+        }
+        outcome.and(restored)
+    }
+
+    fn savepoint_statement(&self, verb: &str) -> Statement {
+        Statement::from_string(self.dialect.backend(), format!("{verb} {SAVEPOINT}"))
+    }
+
+    /// End the attempt's savepoint: keep its locks on success; on failure roll
+    /// back to it, which also releases any lock the attempt took, so the
+    /// transaction is left exactly as it was.
+    async fn close_savepoint(&mut self, outcome: Result<()>) -> Result<()> {
+        match outcome {
+            Ok(()) => {
+                self.exec(
+                    self.savepoint_statement("RELEASE SAVEPOINT"),
+                    "releasing the savepoint",
+                )
+                .await
+            }
+            Err(err) => {
+                self.exec(
+                    self.savepoint_statement("ROLLBACK TO SAVEPOINT"),
+                    "rolling back to the savepoint",
+                )
+                .await?;
+                self.exec(
+                    self.savepoint_statement("RELEASE SAVEPOINT"),
+                    "releasing the savepoint",
+                )
+                .await?;
+                Err(err.with_txn_state(TxnState::Unchanged))
+            }
+        }
+    }
+}
+
+/// Whether every column of the try-lock row is `true`.
+fn all_granted(rows: &[QueryResult], columns: usize) -> bool {
+    rows.first()
+        .is_some_and(|row| (0..columns).all(|i| row.try_get_by_index::<bool>(i).unwrap_or(false)))
+}
+
+/// `write Resource(u1/a1/r1), read User(u2)`, shortened after a few.
+fn describe_requests(requests: &[Request]) -> String {
+    const SHOWN: usize = 4;
+    let mut text: Vec<String> = requests
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if requests.len() > SHOWN {
+        text.push(format!("and {} more", requests.len() - SHOWN));
+    }
+    text.join(", ")
+}
+
+/// What one acquisition took.
+#[derive(Clone, Debug)]
+pub(crate) struct Held {
+    pub(crate) requests: Vec<Request>,
+    pub(crate) plan: LockPlan,
+    pub(crate) statements: usize,
+}
+
+impl Held {
+    pub(crate) fn covers(&self, target: &Target, access: Access) -> bool {
+        self.requests.iter().any(|r| r.covers(target, access))
+    }
+}
+
+/// Locks held on a caller's transaction; released when it commits or rolls back.
+///
+/// Dropping a `LockSet` releases nothing: the locks belong to the transaction.
+#[derive(Debug)]
+pub struct LockSet<'t> {
+    txn: &'t DatabaseTransaction,
+    held: Held,
+}
+
+impl<'t> LockSet<'t> {
+    /// The transaction holding the locks.
+    pub fn txn(&self) -> &'t DatabaseTransaction {
+        self.txn
+    }
+
+    /// What was asked for.
+    pub fn requests(&self) -> &[Request] {
+        &self.held.requests
+    }
+
+    /// The locks taken, in the order they were taken.
+    pub fn plan(&self) -> &LockPlan {
+        &self.held.plan
+    }
+
+    /// How many lock statements were sent to the server (without the
+    /// bookkeeping ones for timeouts and savepoints).
+    pub fn statements(&self) -> usize {
+        self.held.statements
+    }
+
+    /// Whether these locks protect `access` on `target` (a write covers its
+    /// subtree; a read covers reads of its own node).
+    pub fn covers(&self, target: &Target, access: Access) -> bool {
+        self.held.covers(target, access)
+    }
+
+    /// The highest level of a write request, if any (User covers most).
+    pub fn write_level(&self) -> Option<Level> {
+        self.held
+            .requests
+            .iter()
+            .filter(|r| r.access == Access::Write)
+            .map(|r| r.target.level())
+            .min()
+    }
+}

@@ -1,0 +1,115 @@
+//! Which server errors are lock conflicts: a pure mapping of error codes.
+
+use sea_orm::{DbErr, RuntimeErr};
+
+/// A lock failure reported by the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Conflict {
+    /// The wait ran out, or a no-wait lock found a conflict; which of the two
+    /// depends on what was asked (MariaDB reports both as 1205).
+    Busy,
+    /// A no-wait lock found a conflict (MySQL's own code for it).
+    NoWait,
+    /// The server broke a deadlock by failing this transaction.
+    Deadlock,
+}
+
+/// The code a server attached to an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ServerCode<'a> {
+    /// A MySQL or MariaDB error number.
+    MySql(u16),
+    /// A PostgreSQL SQLSTATE.
+    Postgres(&'a str),
+    /// An SQLite (extended) result code, as text.
+    Sqlite(&'a str),
+}
+
+/// Classify one server code.
+pub(crate) fn classify_code(code: ServerCode<'_>) -> Option<Conflict> {
+    match code {
+        // ER_LOCK_WAIT_TIMEOUT: wait timeout, and MariaDB's answer to NOWAIT / WAIT n.
+        ServerCode::MySql(1205) => Some(Conflict::Busy),
+        // ER_LOCK_NOWAIT: MySQL 8+'s answer to NOWAIT.
+        ServerCode::MySql(3572) => Some(Conflict::NoWait),
+        // ER_LOCK_DEADLOCK: InnoDB rolled the whole transaction back.
+        ServerCode::MySql(1213) => Some(Conflict::Deadlock),
+        // lock_not_available: lock_timeout ran out, or NOWAIT found a conflict.
+        ServerCode::Postgres("55P03") => Some(Conflict::Busy),
+        // deadlock_detected: this transaction was the victim.
+        ServerCode::Postgres("40P01") => Some(Conflict::Deadlock),
+        // SQLITE_BUSY, SQLITE_LOCKED, SQLITE_BUSY_RECOVERY, SQLITE_LOCKED_SHAREDCACHE:
+        // the busy timeout ran out.
+        ServerCode::Sqlite("5" | "6" | "261" | "262") => Some(Conflict::Busy),
+        // SQLITE_BUSY_SNAPSHOT: a WAL snapshot is stale; only a restart helps.
+        ServerCode::Sqlite("517") => Some(Conflict::Deadlock),
+        _ => None,
+    }
+}
+
+/// Classify a SeaORM error by the code its server attached.
+pub(crate) fn classify(err: &DbErr) -> Option<Conflict> {
+    let (DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e))) = err
+    else {
+        return None;
+    };
+    let sea_orm::sqlx::Error::Database(db) = &**e else {
+        return None;
+    };
+    #[cfg(feature = "mysql")]
+    if let Some(mysql) = db.try_downcast_ref::<sea_orm::sqlx::mysql::MySqlDatabaseError>() {
+        return classify_code(ServerCode::MySql(mysql.number()));
+    }
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = db.try_downcast_ref::<sea_orm::sqlx::postgres::PgDatabaseError>() {
+        return classify_code(ServerCode::Postgres(pg.code()));
+    }
+    #[cfg(feature = "sqlite")]
+    if db
+        .try_downcast_ref::<sea_orm::sqlx::sqlite::SqliteError>()
+        .is_some()
+    {
+        return classify_code(ServerCode::Sqlite(db.code()?.as_ref()));
+    }
+    None
+}
+
+/// Whether `err` says a table does not exist.
+pub(crate) fn is_missing_table(err: &DbErr) -> bool {
+    let (DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e))) = err
+    else {
+        return false;
+    };
+    let sea_orm::sqlx::Error::Database(db) = &**e else {
+        return false;
+    };
+    // MySQL/MariaDB ER_NO_SUCH_TABLE is SQLSTATE 42S02; PostgreSQL undefined_table is 42P01.
+    matches!(db.code().as_deref(), Some("42S02" | "42P01"))
+        || db.message().contains("no such table")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_server_code_we_rely_on_is_classified() {
+        use Conflict::*;
+        use ServerCode::*;
+        let table = [
+            (MySql(1205), Some(Busy)),
+            (MySql(3572), Some(NoWait)),
+            (MySql(1213), Some(Deadlock)),
+            (MySql(1062), None),
+            (Postgres("55P03"), Some(Busy)),
+            (Postgres("40P01"), Some(Deadlock)),
+            (Postgres("40001"), None),
+            (Sqlite("5"), Some(Busy)),
+            (Sqlite("517"), Some(Deadlock)),
+            (Sqlite("19"), None),
+        ];
+        for (code, expected) in table {
+            assert_eq!(classify_code(code), expected, "{code:?}");
+        }
+    }
+}

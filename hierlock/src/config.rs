@@ -1,0 +1,302 @@
+//! How a [`Locker`](crate::Locker) is set up: table, bucket space, key scheme, waiting.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE};
+
+/// The seed's table name.
+pub const DEFAULT_TABLE: &str = "hier_lock_buckets";
+
+/// Longest accepted table name: 64 (MySQL) or 63 (PostgreSQL) characters,
+/// less the `_meta` suffix of the metadata table.
+pub const MAX_TABLE_NAME_LEN: usize = 58;
+
+/// A validated SQL identifier for the bucket table.
+///
+/// Only ASCII letters, digits and `_`, not starting with a digit, at most
+/// [`MAX_TABLE_NAME_LEN`] characters: the name is interpolated into SQL, so
+/// anything else is refused rather than escaped.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TableName(String);
+
+impl TableName {
+    /// Validate `name`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the rule `name` breaks.
+    pub fn new(name: &str) -> Result<Self> {
+        let invalid = |why: &str| Err(Error::InvalidConfig(format!("table name {name:?} {why}")));
+        let Some(first) = name.chars().next() else {
+            return invalid("is empty");
+        };
+        if name.len() > MAX_TABLE_NAME_LEN {
+            return invalid(&format!("is longer than {MAX_TABLE_NAME_LEN} characters"));
+        }
+        if first.is_ascii_digit() {
+            return invalid("starts with a digit");
+        }
+        if let Some(bad) = name
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+        {
+            return invalid(&format!(
+                "contains {bad:?}: only ASCII letters, digits and '_' are allowed"
+            ));
+        }
+        Ok(TableName(name.to_owned()))
+    }
+
+    /// The bucket table's name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The metadata table's name: the bucket table's with `_meta` appended.
+    pub fn meta(&self) -> String {
+        format!("{}_meta", self.0)
+    }
+}
+
+impl Default for TableName {
+    fn default() -> Self {
+        TableName(DEFAULT_TABLE.to_owned())
+    }
+}
+
+impl fmt::Display for TableName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What to do when a lock is held by another transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Wait {
+    /// Wait until it is released (the default). The server's own lock-wait
+    /// timeout still applies: `innodb_lock_wait_timeout` (50 s by default) on
+    /// MySQL and MariaDB, `lock_timeout` on PostgreSQL, the busy timeout on
+    /// SQLite. Running out of it is [`Error::LockTimeout`].
+    #[default]
+    Block,
+    /// Fail at once with [`Error::WouldBlock`].
+    NoWait,
+    /// Wait at most this long per lock statement, then fail with
+    /// [`Error::LockTimeout`]. MySQL and MariaDB count whole seconds, so the
+    /// duration is rounded up to the next second there; PostgreSQL counts
+    /// milliseconds. Must be non-zero (use [`Wait::NoWait`]).
+    Timeout(Duration),
+}
+
+impl Wait {
+    pub(crate) fn validate(self) -> Result<Self> {
+        match self {
+            Wait::Timeout(d) if d.is_zero() => Err(Error::InvalidConfig(
+                "a lock timeout must be non-zero: use Wait::NoWait to fail at once".into(),
+            )),
+            Wait::Timeout(d) if d > MAX_TIMEOUT => Err(Error::InvalidConfig(format!(
+                "a lock timeout must be at most {MAX_TIMEOUT:?}, got {d:?}"
+            ))),
+            wait => Ok(wait),
+        }
+    }
+}
+
+/// The longest [`Wait::Timeout`]: InnoDB's own maximum for `innodb_lock_wait_timeout`.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(1_073_741_824);
+
+/// How locks are represented on PostgreSQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PostgresLocks {
+    /// Transaction-scoped advisory locks (the default): no table, no
+    /// provisioning, 2^46 keys per level, under a 16-bit namespace that keeps
+    /// them apart from the application's own advisory locks.
+    Advisory {
+        /// The top 16 bits of every key.
+        namespace: u16,
+    },
+    /// Row locks on the provisioned bucket table, as on MySQL (for sharing
+    /// one table with other services or for testing).
+    BucketTable,
+}
+
+impl Default for PostgresLocks {
+    fn default() -> Self {
+        PostgresLocks::Advisory {
+            namespace: DEFAULT_ADVISORY_NAMESPACE,
+        }
+    }
+}
+
+/// Configuration of a [`Locker`](crate::Locker).
+///
+/// The defaults are the seed's: table `hier_lock_buckets`, 10,000,000 buckets
+/// per level, the seed's FNV-1a scheme, blocking waits.
+///
+/// ```
+/// use std::time::Duration;
+/// use hierlock::{Config, Wait};
+///
+/// let config = Config::default()
+///     .with_table("my_locks")?
+///     .with_bucket_space(1_000_000)?
+///     .with_wait(Wait::Timeout(Duration::from_secs(5)))?;
+/// assert_eq!(config.table().meta(), "my_locks_meta");
+/// # Ok::<(), hierlock::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    table: TableName,
+    bucket_space: u32,
+    key_scheme: KeyScheme,
+    wait: Wait,
+    postgres: PostgresLocks,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            table: TableName::default(),
+            bucket_space: SEED_BUCKET_SPACE,
+            key_scheme: KeyScheme::default(),
+            wait: Wait::default(),
+            postgres: PostgresLocks::default(),
+        }
+    }
+}
+
+/// The largest bucket space: the `bucket` column is a signed 32-bit `INT`.
+pub const MAX_BUCKET_SPACE: u32 = i32::MAX as u32;
+
+impl Config {
+    /// Use the bucket table `name` (and `name_meta` for its metadata).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `name` is not a plain identifier (see [`TableName`]).
+    pub fn with_table(mut self, name: &str) -> Result<Self> {
+        self.table = TableName::new(name)?;
+        Ok(self)
+    }
+
+    /// Use `space` buckets per level (`1..=`[`MAX_BUCKET_SPACE`]). Must match
+    /// what the table was provisioned with.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `space` is zero or too large.
+    pub fn with_bucket_space(mut self, space: u32) -> Result<Self> {
+        if space == 0 || space > MAX_BUCKET_SPACE {
+            return Err(Error::InvalidConfig(format!(
+                "bucket space must be in 1..={MAX_BUCKET_SPACE}, got {space}"
+            )));
+        }
+        self.bucket_space = space;
+        Ok(self)
+    }
+
+    /// Use `scheme` to map IDs to buckets.
+    pub fn with_key_scheme(mut self, scheme: KeyScheme) -> Self {
+        self.key_scheme = scheme;
+        self
+    }
+
+    /// Wait this way unless a call says otherwise.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a zero or too long timeout.
+    pub fn with_wait(mut self, wait: Wait) -> Result<Self> {
+        self.wait = wait.validate()?;
+        Ok(self)
+    }
+
+    /// Represent locks on PostgreSQL this way.
+    pub fn with_postgres_locks(mut self, locks: PostgresLocks) -> Self {
+        self.postgres = locks;
+        self
+    }
+
+    /// The bucket table.
+    pub fn table(&self) -> &TableName {
+        &self.table
+    }
+
+    /// Buckets per level.
+    pub fn bucket_space(&self) -> u32 {
+        self.bucket_space
+    }
+
+    /// How IDs map to buckets.
+    pub fn key_scheme(&self) -> KeyScheme {
+        self.key_scheme
+    }
+
+    /// The default wait.
+    pub fn wait(&self) -> Wait {
+        self.wait
+    }
+
+    /// How locks are represented on PostgreSQL.
+    pub fn postgres_locks(&self) -> PostgresLocks {
+        self.postgres
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn table_names_are_plain_identifiers() {
+        for ok in ["hier_lock_buckets", "_x", "T1"] {
+            assert!(TableName::new(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1abc",
+            "a-b",
+            "a b",
+            "x;drop table y",
+            "`x`",
+            "\"x\"",
+            "é",
+        ] {
+            let err = TableName::new(bad).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{bad}");
+        }
+        let longest = "a".repeat(MAX_TABLE_NAME_LEN);
+        assert!(TableName::new(&longest).is_ok());
+        assert!(TableName::new(&format!("{longest}a")).is_err());
+    }
+
+    #[test]
+    fn bucket_space_and_timeouts_are_bounded() {
+        assert!(Config::default().with_bucket_space(0).is_err());
+        assert!(
+            Config::default()
+                .with_bucket_space(MAX_BUCKET_SPACE + 1)
+                .is_err()
+        );
+        assert!(
+            Config::default()
+                .with_bucket_space(MAX_BUCKET_SPACE)
+                .is_ok()
+        );
+        assert!(
+            Config::default()
+                .with_wait(Wait::Timeout(Duration::ZERO))
+                .is_err()
+        );
+        assert!(
+            Config::default()
+                .with_wait(Wait::Timeout(MAX_TIMEOUT + Duration::from_secs(1)))
+                .is_err()
+        );
+        assert!(
+            Config::default()
+                .with_wait(Wait::Timeout(Duration::from_millis(1)))
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,313 @@
+//! The SQL each server accepts, written by hand.
+//!
+//! SeaORM's `lock_shared()` emits `LOCK IN SHARE MODE` for every MySQL-family
+//! server and drops lock clauses on SQLite, and no ORM knows MariaDB's
+//! `WAIT n`; so the server is detected once and the statements built here.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use sea_orm::{ConnectionTrait, DbBackend, Statement, Value};
+
+use crate::config::{TableName, Wait};
+use crate::error::{Error, Result};
+use crate::plan::{LockMode, PlannedLock};
+
+/// The database server a [`Locker`](crate::Locker) talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// MySQL 8 or later (InnoDB).
+    MySql,
+    /// MariaDB (InnoDB).
+    MariaDb,
+    /// PostgreSQL.
+    Postgres,
+    /// SQLite.
+    Sqlite,
+}
+
+impl Dialect {
+    /// Ask the server what it is (`SELECT VERSION()` tells MariaDB from MySQL).
+    ///
+    /// # Errors
+    /// [`Error::Database`] if the query fails.
+    pub async fn detect(db: &impl ConnectionTrait) -> Result<Dialect> {
+        match db.get_database_backend() {
+            DbBackend::Postgres => Ok(Dialect::Postgres),
+            DbBackend::Sqlite => Ok(Dialect::Sqlite),
+            DbBackend::MySql => {
+                let stmt = Statement::from_string(DbBackend::MySql, "SELECT VERSION() AS v");
+                let row = db
+                    .query_one_raw(stmt)
+                    .await
+                    .map_err(|e| Error::database("asking the server for its version", e))?;
+                let version: String = match row {
+                    Some(row) => row
+                        .try_get("", "v")
+                        .map_err(|e| Error::database("reading the server version", e))?,
+                    None => String::new(),
+                };
+                Ok(if version.contains("MariaDB") {
+                    Dialect::MariaDb
+                } else {
+                    Dialect::MySql
+                })
+            }
+            other => Err(Error::InvalidConfig(format!(
+                "unsupported database backend {other:?}"
+            ))),
+        }
+    }
+
+    /// The SeaORM backend this dialect runs on.
+    pub fn backend(self) -> DbBackend {
+        match self {
+            Dialect::MySql | Dialect::MariaDb => DbBackend::MySql,
+            Dialect::Postgres => DbBackend::Postgres,
+            Dialect::Sqlite => DbBackend::Sqlite,
+        }
+    }
+
+    /// Whether this is MySQL or MariaDB.
+    pub fn is_mysql_family(self) -> bool {
+        matches!(self, Dialect::MySql | Dialect::MariaDb)
+    }
+
+    /// `name`, quoted as an identifier (names are validated, never escaped).
+    pub(crate) fn quote(self, name: &str) -> String {
+        if self.is_mysql_family() {
+            format!("`{name}`")
+        } else {
+            format!("\"{name}\"")
+        }
+    }
+
+    fn placeholder(self, n: usize) -> String {
+        match self {
+            Dialect::Postgres => format!("${n}"),
+            _ => "?".to_owned(),
+        }
+    }
+
+    /// One statement locking every row of `run` (all of one mode) in key order.
+    ///
+    /// Each row is an equality on the full primary key, so InnoDB takes record
+    /// locks only (no gap locks, even under REPEATABLE READ); `FORCE INDEX`
+    /// keeps the optimizer on a range scan of exactly those keys: on a tiny
+    /// table MariaDB would otherwise scan, and lock, every row.
+    pub(crate) fn bucket_lock_statement(
+        self,
+        table: &TableName,
+        run: &[PlannedLock],
+        wait: Wait,
+    ) -> Statement {
+        let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
+        let mut sql = String::with_capacity(96 + run.len() * 36);
+        let table = self.quote(table.as_str());
+        let (cast_level, cast_bucket, force) = match self {
+            Dialect::Postgres => ("level::int8", "bucket::int8", ""),
+            _ => (
+                "CAST(level AS SIGNED)",
+                "CAST(bucket AS SIGNED)",
+                " FORCE INDEX (PRIMARY)",
+            ),
+        };
+        write!(
+            sql,
+            "SELECT {cast_level} AS level, {cast_bucket} AS bucket FROM {table}{force} WHERE "
+        )
+        .ok();
+        let mut values = Vec::with_capacity(run.len() * 2);
+        for (i, lock) in run.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(" OR ");
+            }
+            let (l, b) = (self.placeholder(2 * i + 1), self.placeholder(2 * i + 2));
+            write!(sql, "(level = {l} AND bucket = {b})").ok();
+            values.push(Value::from(i32::from(lock.key.level.as_u8())));
+            values.push(Value::from(lock.key.slot));
+        }
+        sql.push_str(" ORDER BY level, bucket ");
+        sql.push_str(self.lock_clause(mode));
+        sql.push_str(&self.wait_clause(wait));
+        Statement::from_sql_and_values(self.backend(), sql, values)
+    }
+
+    fn lock_clause(self, mode: LockMode) -> &'static str {
+        match (self, mode) {
+            (_, LockMode::Exclusive) => "FOR UPDATE",
+            // MariaDB rejects FOR SHARE (1064); PostgreSQL rejects LOCK IN SHARE MODE.
+            (Dialect::MariaDb, LockMode::Shared) => "LOCK IN SHARE MODE",
+            (_, LockMode::Shared) => "FOR SHARE",
+        }
+    }
+
+    /// The statement-level wait clause. MySQL has no per-statement timeout
+    /// and PostgreSQL takes it from `lock_timeout`: see [`Dialect::timeout_setup`].
+    fn wait_clause(self, wait: Wait) -> String {
+        match (self, wait) {
+            (_, Wait::NoWait) => " NOWAIT".to_owned(),
+            (Dialect::MariaDb, Wait::Timeout(d)) => format!(" WAIT {}", whole_seconds(d)),
+            _ => String::new(),
+        }
+    }
+
+    /// `SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock($2), …`:
+    /// one statement for a whole plan, taken left to right. With `try_`, each
+    /// column says whether its key was granted.
+    pub(crate) fn advisory_lock_statement(self, plan: &[PlannedLock], try_only: bool) -> Statement {
+        let prefix = if try_only {
+            "pg_try_advisory_xact_lock"
+        } else {
+            "pg_advisory_xact_lock"
+        };
+        let mut sql = String::from("SELECT ");
+        for (i, lock) in plan.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            let shared = if lock.mode == LockMode::Shared {
+                "_shared"
+            } else {
+                ""
+            };
+            write!(sql, "{prefix}{shared}(${}) AS l{i}", i + 1).ok();
+        }
+        let values = plan.iter().map(|lock| Value::from(lock.key.slot));
+        Statement::from_sql_and_values(self.backend(), sql, values)
+    }
+
+    /// SQLite: a write to the metadata table takes the database's write
+    /// (RESERVED) lock even though it changes no row.
+    pub(crate) fn sqlite_write_lock_statement(self, table: &TableName) -> Statement {
+        let sql = format!("UPDATE {} SET id = id WHERE 0", self.quote(&table.meta()));
+        Statement::from_string(self.backend(), sql)
+    }
+
+    /// SQLite: the busy timeout is the lock wait; `None` reads it.
+    pub(crate) fn sqlite_busy_timeout_statement(self, millis: Option<u128>) -> Statement {
+        let sql = match millis {
+            Some(ms) => format!("PRAGMA busy_timeout = {ms}"),
+            None => "PRAGMA busy_timeout".to_owned(),
+        };
+        Statement::from_string(self.backend(), sql)
+    }
+
+    /// Statements that make the following lock statements wait at most `wait`,
+    /// and the ones that put the previous setting back, where the server
+    /// needs them (MariaDB's `WAIT n` and `NOWAIT` clauses need none).
+    pub(crate) fn timeout_setup(self, wait: Wait) -> Option<(Statement, Statement)> {
+        let stmt = |sql: String| Statement::from_string(self.backend(), sql);
+        match (self, wait) {
+            (Dialect::MySql, Wait::Timeout(d)) => Some((
+                stmt(format!(
+                    "SET @hierlock_saved_wait = @@SESSION.innodb_lock_wait_timeout, \
+                     SESSION innodb_lock_wait_timeout = {}",
+                    whole_seconds(d)
+                )),
+                stmt("SET SESSION innodb_lock_wait_timeout = @hierlock_saved_wait".to_owned()),
+            )),
+            // Inside the attempt's savepoint: rolling back to it undoes the SET,
+            // and on success it is put back explicitly.
+            (Dialect::Postgres, Wait::Timeout(d)) => Some((
+                stmt(format!(
+                    "SELECT set_config('hierlock.saved_lock_timeout', current_setting('lock_timeout'), true), \
+                     set_config('lock_timeout', '{}ms', true)",
+                    d.as_millis().max(1)
+                )),
+                stmt("SELECT set_config('lock_timeout', current_setting('hierlock.saved_lock_timeout'), true)".to_owned()),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// MySQL-family lock timeouts are whole seconds: round up, never down to zero.
+fn whole_seconds(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::KeyScheme;
+    use crate::level::Level;
+    use crate::plan::{Keyspace, LockPlan};
+    use crate::target::Target;
+
+    fn resource_plan() -> LockPlan {
+        let keyspace = Keyspace::Buckets {
+            scheme: KeyScheme::SeedFnv1a32,
+            space: 10_000_000,
+        };
+        LockPlan::new(&[Target::resource("u1", "a1", "r1").write()], keyspace).unwrap()
+    }
+
+    fn sql(dialect: Dialect, run: usize, wait: Wait) -> String {
+        let plan = resource_plan();
+        let run = plan.runs().nth(run).unwrap();
+        dialect
+            .bucket_lock_statement(&TableName::default(), run, wait)
+            .sql
+    }
+
+    #[test]
+    fn each_server_gets_the_shared_lock_syntax_it_accepts() {
+        assert!(sql(Dialect::MariaDb, 0, Wait::Block).ends_with("LOCK IN SHARE MODE"));
+        assert!(sql(Dialect::MySql, 0, Wait::Block).ends_with("FOR SHARE"));
+        assert!(sql(Dialect::Postgres, 0, Wait::Block).ends_with("FOR SHARE"));
+        assert!(sql(Dialect::MySql, 1, Wait::NoWait).ends_with("FOR UPDATE NOWAIT"));
+    }
+
+    #[test]
+    fn the_statement_names_exactly_the_planned_rows() {
+        assert_eq!(
+            sql(Dialect::MySql, 0, Wait::Block),
+            "SELECT CAST(level AS SIGNED) AS level, CAST(bucket AS SIGNED) AS bucket \
+             FROM `hier_lock_buckets` FORCE INDEX (PRIMARY) \
+             WHERE (level = ? AND bucket = ?) OR (level = ? AND bucket = ?) \
+             ORDER BY level, bucket FOR SHARE"
+        );
+        assert_eq!(
+            sql(Dialect::Postgres, 1, Wait::Block),
+            "SELECT level::int8 AS level, bucket::int8 AS bucket FROM \"hier_lock_buckets\" \
+             WHERE (level = $1 AND bucket = $2) ORDER BY level, bucket FOR UPDATE"
+        );
+    }
+
+    #[test]
+    fn mariadb_timeouts_are_a_clause_rounded_up_to_seconds() {
+        let s = sql(
+            Dialect::MariaDb,
+            1,
+            Wait::Timeout(Duration::from_millis(1500)),
+        );
+        assert!(s.ends_with("FOR UPDATE WAIT 2"), "{s}");
+        assert!(
+            Dialect::MariaDb
+                .timeout_setup(Wait::Timeout(Duration::from_secs(1)))
+                .is_none()
+        );
+        let (set, _) = Dialect::MySql
+            .timeout_setup(Wait::Timeout(Duration::from_millis(1)))
+            .unwrap();
+        assert!(
+            set.sql.ends_with("innodb_lock_wait_timeout = 1"),
+            "{}",
+            set.sql
+        );
+    }
+
+    #[test]
+    fn advisory_locks_are_one_statement_left_to_right() {
+        let keyspace = Keyspace::Advisory { namespace: 7 };
+        let plan = LockPlan::new(&[Target::account("u", "a").write()], keyspace).unwrap();
+        let stmt = Dialect::Postgres.advisory_lock_statement(plan.locks(), false);
+        assert_eq!(
+            stmt.sql,
+            "SELECT pg_advisory_xact_lock_shared($1) AS l0, pg_advisory_xact_lock($2) AS l1"
+        );
+        assert_eq!(plan.locks()[0].key.level, Level::User);
+    }
+}

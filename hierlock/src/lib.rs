@@ -1,0 +1,32 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod acquire;
+mod classify;
+mod config;
+mod dialect;
+mod error;
+mod handle;
+mod id;
+mod key;
+mod level;
+mod plan;
+pub mod schema;
+mod target;
+
+pub use acquire::{LockSet, Locker};
+pub use config::{
+    Config, DEFAULT_TABLE, MAX_BUCKET_SPACE, MAX_TABLE_NAME_LEN, MAX_TIMEOUT, PostgresLocks,
+    TableName, Wait,
+};
+pub use dialect::Dialect;
+pub use error::{Error, ErrorKind, Result, TxnState};
+pub use handle::LockHandle;
+pub use id::LockId;
+pub use key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory_key};
+pub use level::Level;
+pub use plan::{Keyspace, LockKey, LockMode, LockPlan, PlannedLock};
+pub use target::{Access, Request, Target};
+
+/// Re-exported so that users and generated code name one SeaORM.
+pub use sea_orm;
