@@ -148,7 +148,13 @@ fn describe(scheme: &str, space: i64) -> String {
 
 /// SQLite needs no buckets, only the metadata row that its write-lock
 /// statement updates: create it when missing (idempotent).
-pub(crate) async fn ensure_sqlite(db: &impl ConnectionTrait, config: &Config) -> Result<()> {
+///
+/// [`Locker::connect`](crate::Locker::connect) calls this on SQLite;
+/// provisioning (the `hierlock-migration` crate) calls it too.
+///
+/// # Errors
+/// [`Error::Database`] if the table or the row cannot be created.
+pub async fn ensure_sqlite(db: &impl ConnectionTrait, config: &Config) -> Result<()> {
     let dialect = Dialect::Sqlite;
     let create = Statement::from_string(DbBackend::Sqlite, create_meta_table(dialect, config));
     let insert = Statement::from_sql_and_values(
