@@ -1,6 +1,9 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 mod acquire;
 mod classify;
 mod config;
@@ -11,6 +14,8 @@ mod id;
 mod key;
 mod level;
 mod plan;
+pub mod proof;
+mod protect;
 pub mod schema;
 mod target;
 
@@ -27,6 +32,12 @@ pub use key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory
 pub use level::Level;
 pub use plan::{Keyspace, LockKey, LockMode, LockPlan, PlannedLock};
 pub use target::{Access, Request, Target};
+
+pub use hierlock_macros::{hierlocked, protected};
+pub use proof::{HasLocker, Locked};
+pub use protect::{
+    Protect, ProtectedDelete, ProtectedInsert, ProtectedInsertMany, ProtectedUpdate, WriteProof,
+};
 
 /// Re-exported so that users and generated code name one SeaORM.
 pub use sea_orm;

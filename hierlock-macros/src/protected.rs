@@ -1,0 +1,389 @@
+//! `#[protected]`: give an entity's module the writes that need a lock proof.
+//!
+//! Appended to the module: inherent `Entity::insert/update/delete/..`
+//! functions (inherent functions come before SeaORM's `EntityTrait` ones, so
+//! they replace them), the `hierlock::Protect` impl that reads the row's IDs,
+//! and the `ActiveModelBehavior` impl whose hooks make the remaining SeaORM
+//! write paths (`ActiveModel::insert/update/save/delete`, `Model::delete`)
+//! fail to build.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::{Fields, Ident, Item, ItemImpl, ItemMod, ItemStruct, Path, parse_quote};
+
+use crate::attr::{PROTECTED_KEYS, ProtectedArgs, Slot};
+use crate::ctxt::{Ctxt, item_with_error, list};
+
+/// The entry point, on `proc_macro2` types.
+pub(crate) fn protected(args: TokenStream, item: TokenStream) -> TokenStream {
+    let module: ItemMod = match syn::parse2(item.clone()) {
+        Ok(module) => module,
+        Err(err) => {
+            let err = syn::Error::new(
+                err.span(),
+                format!(
+                    "#[protected] goes on the inline module of a SeaORM entity (`mod account {{ .. }}`): {err}"
+                ),
+            );
+            return item_with_error(item, err);
+        }
+    };
+    let args: ProtectedArgs = match syn::parse2(args) {
+        Ok(args) => args,
+        Err(err) => return item_with_error(item, err),
+    };
+    match Entity::new(args, &module) {
+        Ok(entity) => entity.expand(module),
+        Err(err) => item_with_error(item, err),
+    }
+}
+
+/// A validated protected entity.
+struct Entity {
+    krate: Path,
+    level: &'static str,
+    /// The ID fields of `Model`, from the user down.
+    fields: Vec<Ident>,
+}
+
+const LEVELS: &[&str] = &["user", "account", "resource"];
+
+impl Entity {
+    fn new(args: ProtectedArgs, module: &ItemMod) -> syn::Result<Entity> {
+        let ProtectedArgs {
+            level,
+            user,
+            account,
+            resource,
+            krate,
+            mut ctxt,
+        } = args;
+        let krate = krate
+            .get()
+            .cloned()
+            .unwrap_or_else(|| parse_quote!(::hierlock));
+        let keys = [&user, &account, &resource];
+        let depth = match level.get() {
+            None => {
+                ctxt.error(
+                    Span::call_site(),
+                    format!(
+                        "#[protected] needs `level = user`, `level = account` or `level = resource`: the level of the node each row belongs to\n\
+                         valid arguments are: {}",
+                        list(PROTECTED_KEYS)
+                    ),
+                );
+                None
+            }
+            Some(level) => match LEVELS.iter().position(|l| level == l) {
+                Some(depth) => Some(depth),
+                None => {
+                    ctxt.error(
+                        level.span(),
+                        format!(
+                            "unknown level `{level}`: expected `user`, `account` or `resource`"
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        if let Some(depth) = depth {
+            check_keys(&keys, depth, &mut ctxt);
+        }
+        let Some(items) = module.content.as_ref().map(|(_, items)| items) else {
+            ctxt.error(
+                module.semi.map_or(module.ident.span(), |s| s.span),
+                format!(
+                    "#[protected] needs the module's items inline\nhelp: write `mod {} {{ .. }}` around the entity",
+                    module.ident
+                ),
+            );
+            return Err(ctxt.check().err().unwrap_or_else(unreported));
+        };
+        check_items(items, &keys, &mut ctxt);
+        ctxt.check()?;
+        let depth = depth.ok_or_else(unreported)?;
+        let fields = keys[..=depth]
+            .iter()
+            .filter_map(|slot| slot.get().cloned())
+            .collect();
+        Ok(Entity {
+            krate,
+            level: ["UserLevel", "AccountLevel", "ResourceLevel"][depth],
+            fields,
+        })
+    }
+
+    fn expand(self, mut module: ItemMod) -> TokenStream {
+        let Entity {
+            krate,
+            level,
+            fields,
+        } = self;
+        let name = module.ident.to_string();
+        let level_ty = Ident::new(level, Span::call_site());
+        let names: Vec<String> = fields.iter().map(ToString::to_string).collect();
+        let sea_orm = quote!(#krate::__private::sea_orm);
+        let row_ids = fields
+            .iter()
+            .map(|f| quote_spanned!(f.span()=> #krate::__private::id_text(&model.#f)));
+        let active_ids = fields
+            .iter()
+            .map(|f| quote_spanned!(f.span()=> #krate::__private::active_id_text(&model.#f)));
+        let message = format!(
+            "`{name}` is a protected entity: write it with `{name}::Entity::insert(..)`, `update(..)` or \
+             `delete(..)` and `.exec(&lock)`, the proof of a #[hierlocked] method; \
+             `ActiveModel::insert/update/save/delete` and `Model::delete` would bypass the lock"
+        );
+        let deny = quote! {
+            struct __HierlockUnlockedWrite<C>(::core::marker::PhantomData<C>);
+            impl<C> __HierlockUnlockedWrite<C> {
+                const DENY: () = ::core::panic!(#message);
+            }
+            let () = __HierlockUnlockedWrite::<C>::DENY;
+            ::core::result::Result::Err(#sea_orm::DbErr::Custom(::std::string::String::from(#message)))
+        };
+        let active_model = quote!(<Entity as #sea_orm::EntityTrait>::ActiveModel);
+        let generated: Vec<Item> = vec![
+            parse_quote! {
+                /// Writes of a protected entity (`#[hierlock::protected]`): each
+                /// returns a write that runs with `.exec(&lock)`, the proof of a
+                /// `#[hierlocked]` method whose locks cover the row.
+                impl Entity {
+                    /// Insert a row: `.exec(&lock)` checks that the proof covers it.
+                    pub fn insert<M>(model: M) -> #krate::ProtectedInsert<Entity>
+                    where
+                        M: #sea_orm::IntoActiveModel<#active_model>,
+                    {
+                        #krate::ProtectedInsert::new(model)
+                    }
+
+                    /// Insert rows: `.exec(&lock)` checks that the proof covers each.
+                    pub fn insert_many<M, I>(models: I) -> #krate::ProtectedInsertMany<Entity>
+                    where
+                        M: #sea_orm::IntoActiveModel<#active_model>,
+                        I: ::core::iter::IntoIterator<Item = M>,
+                    {
+                        #krate::ProtectedInsertMany::new(models)
+                    }
+
+                    /// Update a row by primary key: `.exec(&lock)` checks that the
+                    /// proof covers it, before and after.
+                    pub fn update<M>(model: M) -> #krate::ProtectedUpdate<Entity>
+                    where
+                        M: #sea_orm::IntoActiveModel<#active_model>,
+                    {
+                        #krate::ProtectedUpdate::new(model)
+                    }
+
+                    /// Delete a row by primary key: `.exec(&lock)` checks that the
+                    /// proof covers it.
+                    pub fn delete<M>(model: M) -> #krate::ProtectedDelete<Entity>
+                    where
+                        M: #sea_orm::IntoActiveModel<#active_model>,
+                    {
+                        #krate::ProtectedDelete::new(model)
+                    }
+
+                    /// Delete the row with this primary key: `.exec(&lock)` checks
+                    /// that the proof covers it.
+                    pub fn delete_by_id<T>(values: T) -> #krate::ProtectedDelete<Entity>
+                    where
+                        T: ::core::convert::Into<
+                            <<Entity as #sea_orm::EntityTrait>::PrimaryKey as #sea_orm::PrimaryKeyTrait>::ValueType,
+                        >,
+                    {
+                        #krate::ProtectedDelete::by_id(values)
+                    }
+
+                    /// Not available on a protected entity: its filter could reach
+                    /// rows outside the lock. Update rows one by one with `update`.
+                    pub fn update_many<'__hierlock>() -> #sea_orm::UpdateMany<Entity>
+                    where
+                        &'__hierlock (): #krate::__private::NoUpdateMany<Entity>,
+                    {
+                        #krate::__private::update_many::<Entity>()
+                    }
+
+                    /// Not available on a protected entity: its filter could reach
+                    /// rows outside the lock. Delete rows one by one with `delete`.
+                    pub fn delete_many<'__hierlock>() -> #sea_orm::DeleteMany<Entity>
+                    where
+                        &'__hierlock (): #krate::__private::NoDeleteMany<Entity>,
+                    {
+                        #krate::__private::delete_many::<Entity>()
+                    }
+                }
+            },
+            // Every ActiveModel and Model write of SeaORM runs one of these
+            // hooks: instantiating them is a compile error (at `cargo build`).
+            parse_quote! {
+                #[#sea_orm::prelude::async_trait::async_trait]
+                impl #sea_orm::ActiveModelBehavior for #active_model {
+                    async fn before_save<C>(
+                        self,
+                        _db: &C,
+                        _insert: bool,
+                    ) -> ::core::result::Result<Self, #sea_orm::DbErr>
+                    where
+                        C: #sea_orm::ConnectionTrait,
+                    {
+                        #deny
+                    }
+
+                    async fn before_delete<C>(
+                        self,
+                        _db: &C,
+                    ) -> ::core::result::Result<Self, #sea_orm::DbErr>
+                    where
+                        C: #sea_orm::ConnectionTrait,
+                    {
+                        #deny
+                    }
+                }
+            },
+            parse_quote! {
+                impl #krate::Protect for Entity {
+                    type Level = #krate::proof::#level_ty;
+                    const ID_FIELDS: &'static [&'static str] = &[#(#names),*];
+
+                    fn row_ids(
+                        model: &<Self as #sea_orm::EntityTrait>::Model,
+                    ) -> ::std::vec::Vec<::std::string::String> {
+                        ::std::vec![#(#row_ids),*]
+                    }
+
+                    fn active_ids(
+                        model: &<Self as #sea_orm::EntityTrait>::ActiveModel,
+                    ) -> ::std::vec::Vec<::core::option::Option<::std::string::String>> {
+                        ::std::vec![#(#active_ids),*]
+                    }
+                }
+            },
+        ];
+        if let Some((_, items)) = &mut module.content {
+            items.extend(generated);
+        }
+        module.into_token_stream()
+    }
+}
+
+/// Each level down to `depth` has its key, and none below.
+fn check_keys(keys: &[&Slot<Ident>; 3], depth: usize, ctxt: &mut Ctxt) {
+    for (i, slot) in keys.iter().enumerate() {
+        let name = LEVELS[i];
+        match (i <= depth, slot.key()) {
+            (true, None) => ctxt.error(
+                Span::call_site(),
+                format!(
+                    "level = {} needs `{name} = <field>`: the field of `Model` holding the {name} ID",
+                    LEVELS[depth]
+                ),
+            ),
+            (false, Some(key)) => ctxt.error(
+                key,
+                format!(
+                    "`{name}` is below level = {}: rows of a {}-level entity are named by {} IDs\n\
+                     help: remove `{name} = ..`, or use `level = {name}`",
+                    LEVELS[depth],
+                    LEVELS[depth],
+                    LEVELS[..=depth].join(" and ")
+                ),
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// The module holds a `Model` with the ID fields, and no behavior of its own.
+fn check_items(items: &[Item], keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
+    let model = items.iter().find_map(|item| match item {
+        Item::Struct(s) if s.ident == "Model" => Some(s),
+        _ => None,
+    });
+    match model {
+        Some(model) => {
+            check_fields(model, keys, ctxt);
+            if let Some(dense) = model.attrs.iter().find(|a| {
+                a.path().segments.len() > 1 && a.path().segments.last().is_some_and(|s| s.ident == "model")
+            }) {
+                ctxt.error_spanned(
+                    dense,
+                    "#[protected] does not support SeaORM's dense entity format (`#[sea_orm::model]`): \
+                     the `delete_by_<unique key>` functions it generates would bypass the lock\n\
+                     help: use `#[derive(DeriveEntityModel)]` on `Model`",
+                );
+            }
+        }
+        None => ctxt.error(
+            Span::call_site(),
+            "#[protected] found no `struct Model` in the module: it goes on the module of a SeaORM entity \
+             (`#[derive(DeriveEntityModel)] pub struct Model { .. }`)",
+        ),
+    }
+    for item in items {
+        match item {
+            Item::Impl(imp) if is_behavior_impl(imp) => ctxt.error_spanned(
+                &imp.self_ty,
+                "remove this `impl ActiveModelBehavior`: #[protected] implements it so that \
+                 `ActiveModel::insert/update/save/delete` and `Model::delete` cannot bypass the lock\n\
+                 note: protected writes do not run ActiveModelBehavior hooks; do that work in the #[hierlocked] method",
+            ),
+            Item::Struct(ItemStruct { attrs, .. }) | Item::Enum(syn::ItemEnum { attrs, .. }) => {
+                for attr in attrs.iter().filter(|a| a.path().is_ident("derive")) {
+                    let _ = attr.parse_nested_meta(|meta| {
+                        if meta.path.segments.last().is_some_and(|s| s.ident == "DeriveActiveModelBehavior") {
+                            ctxt.error_spanned(
+                                &meta.path,
+                                "remove `DeriveActiveModelBehavior`: #[protected] implements `ActiveModelBehavior` \
+                                 so that `ActiveModel::insert/update/save/delete` cannot bypass the lock",
+                            );
+                        }
+                        Ok(())
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn check_fields(model: &ItemStruct, keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
+    let Fields::Named(named) = &model.fields else {
+        ctxt.error_spanned(
+            &model.ident,
+            "#[protected] needs `Model` to have named fields",
+        );
+        return;
+    };
+    let names: Vec<&Ident> = named
+        .named
+        .iter()
+        .filter_map(|f| f.ident.as_ref())
+        .collect();
+    for field in keys.iter().filter_map(|k| k.get()) {
+        if !names.iter().any(|n| *n == field) {
+            let all: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            ctxt.error(
+                field.span(),
+                format!(
+                    "`Model` has no field `{field}`\nthe fields of `Model` are: {}",
+                    all.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+fn is_behavior_impl(imp: &ItemImpl) -> bool {
+    imp.trait_.as_ref().is_some_and(|(_, path, _)| {
+        path.segments
+            .last()
+            .is_some_and(|s| s.ident == "ActiveModelBehavior")
+    })
+}
+
+fn unreported() -> syn::Error {
+    syn::Error::new(Span::call_site(), "#[protected] could not be expanded")
+}
