@@ -1,0 +1,313 @@
+//! The resumable fill of the bucket table.
+
+use hierlock::schema::{self, Metadata};
+use hierlock::{Config, Dialect, Error, KeyScheme, Level, Result, TxnState};
+use sea_orm::{ConnectionTrait, DbErr, Statement};
+
+use crate::sql;
+
+/// Rows per `INSERT` statement unless [`Provision::chunk_rows`] says otherwise.
+pub const DEFAULT_CHUNK_ROWS: u32 = 50_000;
+
+/// Creates and fills the bucket table for one [`Config`].
+///
+/// ```no_run
+/// # async fn provision(db: &sea_orm::DatabaseConnection) -> hierlock::Result<()> {
+/// use hierlock::Config;
+/// use hierlock_migration::Provision;
+///
+/// let config = Config::default().with_bucket_space(1_000_000)?;
+/// let report = Provision::new(config).run(db).await?;
+/// println!("{} rows inserted, {} were already there", report.inserted, report.resumed_from);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Provision {
+    config: Config,
+    chunk_rows: u32,
+}
+
+/// What a provisioning run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Bucket rows this run inserted.
+    pub inserted: u64,
+    /// Bucket rows the table holds when complete: 3 × the bucket space (0 on
+    /// SQLite, which has no bucket table).
+    pub total_rows: u64,
+    /// Bucket rows that were already there when this run started (from an
+    /// earlier, possibly interrupted, run).
+    pub resumed_from: u64,
+}
+
+/// How far a provisioning run has got, passed to the callback of
+/// [`Provision::run_with_progress`].
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// The level being filled.
+    pub level: Level,
+    /// Bucket rows of all levels known to be there, the ones found at the
+    /// start included.
+    pub rows_done: u64,
+    /// Bucket rows of all levels when complete: 3 × the bucket space.
+    pub rows_total: u64,
+}
+
+impl Provision {
+    /// Provision the table that `config` names, for its key scheme and bucket
+    /// space, inserting [`DEFAULT_CHUNK_ROWS`] rows per statement.
+    pub fn new(config: Config) -> Self {
+        Provision {
+            config,
+            chunk_rows: DEFAULT_CHUNK_ROWS,
+        }
+    }
+
+    /// Insert `rows` rows per statement (at least 1). Each statement commits
+    /// on its own, so this is also how much an interruption can lose.
+    pub fn chunk_rows(mut self, rows: u32) -> Self {
+        self.chunk_rows = rows;
+        self
+    }
+
+    /// The configuration being provisioned.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Create the tables, write or check the metadata row, insert every
+    /// missing bucket row, and mark the table complete.
+    ///
+    /// Safe to run again at any time: it resumes where an interrupted run
+    /// stopped, and does nothing but check when the table is complete.
+    ///
+    /// # Errors
+    /// - [`Error::InvalidConfig`]: `chunk_rows` is 0, or the backend is not supported.
+    /// - [`Error::ConfigMismatch`]: the table was provisioned for another key
+    ///   scheme or bucket space; nothing was changed.
+    /// - [`Error::Database`]: a statement failed; the rows committed so far stay,
+    ///   and running again resumes from them.
+    pub async fn run(&self, db: &impl ConnectionTrait) -> Result<Report> {
+        self.run_with_progress(db, |_| {}).await
+    }
+
+    /// [`Provision::run`], calling `on_progress` once before the first insert
+    /// (with the rows found already there) and again after every insert
+    /// statement. `rows_done` never decreases, and reaches `rows_total` when
+    /// the table is complete (short of it only if another run inserted some
+    /// of the rows at the same time: each run counts its own inserts).
+    ///
+    /// # Errors
+    /// As [`Provision::run`].
+    pub async fn run_with_progress(
+        &self,
+        db: &impl ConnectionTrait,
+        mut on_progress: impl FnMut(&Progress),
+    ) -> Result<Report> {
+        if self.chunk_rows == 0 {
+            return Err(Error::InvalidConfig(
+                "chunk_rows must be at least 1 row per statement".into(),
+            ));
+        }
+        let config = &self.config;
+        let table = config.table();
+        let dialect = Dialect::detect(db).await?;
+        if dialect == Dialect::Sqlite {
+            // One database-wide write lock: no buckets, only the metadata row.
+            schema::ensure_sqlite(db, config).await?;
+            tracing::info!(table = %table, "hierlock on SQLite needs no bucket rows; metadata ready");
+            return Ok(Report {
+                inserted: 0,
+                total_rows: 0,
+                resumed_from: 0,
+            });
+        }
+
+        let create = [
+            (
+                schema::create_bucket_table(dialect, config),
+                table.to_string(),
+            ),
+            (schema::create_meta_table(dialect, config), table.meta()),
+        ];
+        for (sql, name) in create {
+            execute(db, Statement::from_string(dialect.backend(), sql), || {
+                format!("creating table `{name}`")
+            })
+            .await?;
+        }
+        let complete = self.claim_metadata(db, dialect).await?.complete;
+
+        let space = config.bucket_space();
+        let rows_total = 3 * u64::from(space);
+        let mut starts = [0_u32; 3];
+        let mut resumed_from = 0;
+        for level in Level::ALL {
+            let (present, start) = self.survey(db, dialect, level, complete).await?;
+            starts[usize::from(level.as_u8())] = start;
+            resumed_from += present;
+        }
+        tracing::info!(
+            table = %table, bucket_space = space, rows_total, resumed_from,
+            "provisioning hierlock's bucket table"
+        );
+
+        let mut rows_done = resumed_from;
+        on_progress(&Progress {
+            level: Level::User,
+            rows_done,
+            rows_total,
+        });
+        for (level, start) in Level::ALL.into_iter().zip(starts) {
+            let mut from = start;
+            while from < space {
+                let to = from.saturating_add(self.chunk_rows).min(space);
+                let stmt = sql::fill_chunk(dialect, table, level, from, to);
+                let done = execute(db, stmt, || {
+                    format!("inserting buckets {from}..{to} of level {level} into `{table}`")
+                })
+                .await?;
+                rows_done += done;
+                on_progress(&Progress {
+                    level,
+                    rows_done,
+                    rows_total,
+                });
+                from = to;
+            }
+        }
+
+        execute(db, sql::mark_complete(dialect, table), || {
+            format!("marking `{}` complete", table.meta())
+        })
+        .await?;
+        let inserted = rows_done - resumed_from;
+        tracing::info!(table = %table, inserted, resumed_from, "hierlock's bucket table is complete");
+        Ok(Report {
+            inserted,
+            total_rows: rows_total,
+            resumed_from,
+        })
+    }
+
+    /// Write the metadata row unless there is one, then check that the row
+    /// there describes this configuration. Returns that row.
+    async fn claim_metadata(
+        &self,
+        db: &impl ConnectionTrait,
+        dialect: Dialect,
+    ) -> Result<Metadata> {
+        let config = &self.config;
+        let meta = config.table().meta();
+        execute(db, sql::insert_metadata(dialect, config), || {
+            format!("writing the metadata row of `{meta}`")
+        })
+        .await?;
+        let Some(found) = schema::read_metadata(db, dialect, config).await? else {
+            return Err(Error::NotProvisioned {
+                what: format!("metadata row of `{meta}` (written, but not found again)"),
+                row: None,
+                txn_state: TxnState::Unchanged,
+            });
+        };
+        if !describes(&found, config) {
+            return Err(Error::ConfigMismatch {
+                table: config.table().to_string(),
+                found: describe(&found.key_scheme, found.bucket_space),
+                expected: describe(config.key_scheme().name(), i64::from(config.bucket_space())),
+            });
+        }
+        Ok(found)
+    }
+
+    /// How many of `level`'s bucket rows are there, and the bucket to fill from.
+    ///
+    /// Chunks are inserted in ascending order, each committed whole, so after
+    /// an interruption the rows form a prefix `0..=highest` and the fill goes
+    /// on after it. The rows are counted to make sure (a few seconds for ten
+    /// million), except on a table marked complete whose highest bucket is
+    /// there: a rerun on a complete table costs three index look-ups. Rows
+    /// missing inside the prefix (deleted by hand) make the fill start over
+    /// at 0, skipping the rows that are there.
+    async fn survey(
+        &self,
+        db: &impl ConnectionTrait,
+        dialect: Dialect,
+        level: Level,
+        complete: bool,
+    ) -> Result<(u64, u32)> {
+        let table = self.config.table();
+        let space = self.config.bucket_space();
+        let doing = || format!("counting the buckets of level {level} in `{table}`");
+        let highest = query_int(
+            db,
+            sql::highest_bucket(dialect, table, level, space),
+            "highest",
+        )
+        .await
+        .map_err(|e| database(doing(), e))?;
+        let Some(highest) = highest.and_then(|h| u32::try_from(h).ok()) else {
+            return Ok((0, 0));
+        };
+        if complete && highest + 1 == space {
+            return Ok((u64::from(space), space));
+        }
+        let present = query_int(
+            db,
+            sql::count_buckets(dialect, table, level, space),
+            "present",
+        )
+        .await
+        .map_err(|e| database(doing(), e))?
+        .and_then(|n| u64::try_from(n).ok())
+        .unwrap_or(0);
+        if u64::from(highest) + 1 == present {
+            return Ok((present, highest + 1));
+        }
+        tracing::warn!(
+            table = %table, %level, present, highest,
+            "bucket rows are missing below the highest one; filling the level from 0"
+        );
+        Ok((present, 0))
+    }
+}
+
+/// The one integer column `column` of the one row `stmt` returns (`None` for NULL).
+async fn query_int(
+    db: &impl ConnectionTrait,
+    stmt: Statement,
+    column: &str,
+) -> Result<Option<i64>, DbErr> {
+    match db.query_one_raw(stmt).await? {
+        Some(row) => row.try_get::<Option<i64>>("", column),
+        None => Ok(None),
+    }
+}
+
+/// Whether the metadata row `found` describes `config`'s scheme and space.
+fn describes(found: &Metadata, config: &Config) -> bool {
+    KeyScheme::from_name(&found.key_scheme) == Some(config.key_scheme())
+        && found.bucket_space == i64::from(config.bucket_space())
+}
+
+/// The wording of [`Error::ConfigMismatch`], as `Locker::connect` words it.
+fn describe(scheme: &str, space: i64) -> String {
+    format!("key scheme {scheme} and {space} buckets per level")
+}
+
+/// Run `stmt`, returning the rows it affected.
+async fn execute(
+    db: &impl ConnectionTrait,
+    stmt: Statement,
+    doing: impl FnOnce() -> String,
+) -> Result<u64> {
+    db.execute_raw(stmt)
+        .await
+        .map(|done| done.rows_affected())
+        .map_err(|e| database(doing(), e))
+}
+
+fn database(doing: String, source: DbErr) -> Error {
+    Error::Database { doing, source }
+}

@@ -1,0 +1,423 @@
+//! Provisioning against real servers: MariaDB, PostgreSQL and MySQL, from
+//! `HIERLOCK_MARIADB_URL`, `HIERLOCK_POSTGRES_URL` and `HIERLOCK_MYSQL_URL`
+//! (defaults: the local servers). An unreachable server fails its tests.
+//!
+//! Every scenario runs on each server (`mariadb::…`, `postgres::…`,
+//! `mysql::…`) in its own table `hl_prov_<scenario>`, dropped first, so the
+//! tests can run in parallel with each other and with other test binaries.
+
+use hierlock::{Config, Dialect, ErrorKind, Level, Locker, PostgresLocks};
+use hierlock_migration::{CreateHierLockBuckets, Progress, Provision, Report};
+use sea_orm::sea_query::{Alias, DynIden, IntoIden};
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection, DbBackend, Statement};
+use sea_orm_migration::{MigrationTrait, MigratorTrait};
+
+/// A server the scenarios run on.
+struct Server {
+    name: &'static str,
+    env: &'static str,
+    default_url: &'static str,
+}
+
+const MARIADB: Server = Server {
+    name: "MariaDB",
+    env: "HIERLOCK_MARIADB_URL",
+    default_url: "mysql://root@127.0.0.1:3306/test",
+};
+const POSTGRES: Server = Server {
+    name: "PostgreSQL",
+    env: "HIERLOCK_POSTGRES_URL",
+    default_url: "postgres://postgres@127.0.0.1:5432/test",
+};
+const MYSQL: Server = Server {
+    name: "MySQL",
+    env: "HIERLOCK_MYSQL_URL",
+    default_url: "mysql://root@127.0.0.1:3307/test",
+};
+
+/// Connect to `server`, failing the test (never skipping it) if it is down.
+async fn connect(server: &Server) -> DatabaseConnection {
+    let url = std::env::var(server.env).unwrap_or_else(|_| server.default_url.to_owned());
+    let db = Database::connect(&url).await.unwrap_or_else(|e| {
+        panic!(
+            "{} at {url} is unreachable ({e}); start it or point {} at one",
+            server.name, server.env
+        )
+    });
+    db.execute_unprepared("SELECT 1")
+        .await
+        .unwrap_or_else(|e| panic!("{} at {url} does not answer: {e}", server.name));
+    db
+}
+
+/// A fresh table `table` (dropped with its metadata table) and a connection.
+async fn setup(server: &Server, table: &str) -> DatabaseConnection {
+    let db = connect(server).await;
+    drop_tables(&db, table).await;
+    db
+}
+
+async fn drop_tables(db: &DatabaseConnection, table: &str) {
+    db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}, {table}_meta"))
+        .await
+        .expect("drop the test tables");
+}
+
+/// `table` with `space` buckets per level, locked through the bucket table
+/// on every server (PostgreSQL's default advisory locks need no table).
+fn config(table: &str, space: u32) -> Config {
+    Config::default()
+        .with_table(table)
+        .and_then(|config| config.with_bucket_space(space))
+        .expect("a valid test configuration")
+        .with_postgres_locks(PostgresLocks::BucketTable)
+}
+
+/// Run one statement returning one row of integers.
+async fn query_ints<const N: usize>(db: &DatabaseConnection, sql: String) -> [i64; N] {
+    let row = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            sql.clone(),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .unwrap_or_else(|| panic!("{sql}: no row"));
+    std::array::from_fn(|i| {
+        row.try_get_by_index::<i64>(i)
+            .unwrap_or_else(|e| panic!("{sql}: column {i}: {e}"))
+    })
+}
+
+fn int(db: &DatabaseConnection) -> &'static str {
+    match db.get_database_backend() {
+        DbBackend::Postgres => "BIGINT",
+        _ => "SIGNED",
+    }
+}
+
+/// Rows of `level`, the sum of their buckets, and the lowest and highest.
+async fn level_summary(db: &DatabaseConnection, table: &str, level: Level) -> [i64; 4] {
+    let int = int(db);
+    query_ints(
+        db,
+        format!(
+            "SELECT CAST(COUNT(*) AS {int}), CAST(COALESCE(SUM(bucket), 0) AS {int}), \
+             CAST(COALESCE(MIN(bucket), -1) AS {int}), CAST(COALESCE(MAX(bucket), -1) AS {int}) \
+             FROM {table} WHERE level = {}",
+            level.as_u8()
+        ),
+    )
+    .await
+}
+
+/// Assert that every level holds exactly the buckets `0..space`.
+async fn assert_full(db: &DatabaseConnection, table: &str, space: u32) {
+    let n = i64::from(space);
+    for level in Level::ALL {
+        assert_eq!(
+            level_summary(db, table, level).await,
+            [n, n * (n - 1) / 2, 0, n - 1],
+            "level {level} of {table} should hold exactly buckets 0..{space}"
+        );
+    }
+    let [total] = query_ints(
+        db,
+        format!("SELECT CAST(COUNT(*) AS {}) FROM {table}", int(db)),
+    )
+    .await;
+    assert_eq!(total, 3 * n, "rows in {table}");
+}
+
+/// The metadata row's `complete` flag (`None`: no row).
+async fn complete(db: &DatabaseConnection, config: &Config) -> Option<bool> {
+    let dialect = Dialect::detect(db).await.expect("detect the server");
+    hierlock::schema::read_metadata(db, dialect, config)
+        .await
+        .expect("read the metadata row")
+        .map(|meta| meta.complete)
+}
+
+fn report(inserted: u64, total_rows: u64, resumed_from: u64) -> Report {
+    Report {
+        inserted,
+        total_rows,
+        resumed_from,
+    }
+}
+
+async fn fresh_provision_fills_every_level(server: &Server) {
+    let table = "hl_prov_fresh";
+    let db = setup(server, table).await;
+    let config = config(table, 1000);
+    let done = Provision::new(config.clone())
+        .run(&db)
+        .await
+        .expect("provision");
+    assert_eq!(done, report(3000, 3000, 0));
+    assert_full(&db, table, 1000).await;
+    assert_eq!(complete(&db, &config).await, Some(true));
+}
+
+async fn rerun_is_a_no_op(server: &Server) {
+    let table = "hl_prov_rerun";
+    let db = setup(server, table).await;
+    let provision = Provision::new(config(table, 1000)).chunk_rows(400);
+    provision.run(&db).await.expect("first run");
+    let again = provision.run(&db).await.expect("second run");
+    assert_eq!(again, report(0, 3000, 3000));
+    assert_full(&db, table, 1000).await;
+}
+
+async fn interrupted_fill_resumes(server: &Server) {
+    let table = "hl_prov_resume";
+    let db = setup(server, table).await;
+    let config = config(table, 1000);
+    let provision = Provision::new(config.clone()).chunk_rows(100);
+    provision.run(&db).await.expect("first run");
+
+    // What an interruption leaves: level 2's upper chunks not yet inserted,
+    // the table not marked complete.
+    db.execute_unprepared(&format!(
+        "DELETE FROM {table} WHERE level = 2 AND bucket >= 500"
+    ))
+    .await
+    .expect("delete the upper half of level 2");
+    db.execute_unprepared(&format!("UPDATE {table}_meta SET complete = 0"))
+        .await
+        .expect("mark incomplete");
+    let err = Locker::connect(&db, config.clone())
+        .await
+        .expect_err("an incomplete table is refused");
+    assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
+
+    let resumed = provision.run(&db).await.expect("resume");
+    assert_eq!(resumed, report(500, 3000, 2500));
+    assert_full(&db, table, 1000).await;
+    assert_eq!(complete(&db, &config).await, Some(true));
+    Locker::connect(&db, config).await.expect("complete again");
+}
+
+async fn rows_missing_inside_a_level_are_filled(server: &Server) {
+    let table = "hl_prov_holes";
+    let db = setup(server, table).await;
+    let config = config(table, 1000);
+    let provision = Provision::new(config.clone()).chunk_rows(300);
+    provision.run(&db).await.expect("first run");
+    db.execute_unprepared(&format!(
+        "DELETE FROM {table} WHERE level = 1 AND bucket >= 100 AND bucket < 200"
+    ))
+    .await
+    .expect("delete rows inside level 1");
+    db.execute_unprepared(&format!("UPDATE {table}_meta SET complete = 0"))
+        .await
+        .expect("mark incomplete");
+
+    let repaired = provision.run(&db).await.expect("repair");
+    assert_eq!(repaired, report(100, 3000, 2900));
+    assert_full(&db, table, 1000).await;
+    assert_eq!(complete(&db, &config).await, Some(true));
+}
+
+async fn another_bucket_space_is_refused(server: &Server) {
+    let table = "hl_prov_mismatch";
+    let db = setup(server, table).await;
+    Provision::new(config(table, 1000))
+        .run(&db)
+        .await
+        .expect("provision 1000 buckets");
+
+    let other = config(table, 2000);
+    let err = Provision::new(other.clone())
+        .run(&db)
+        .await
+        .expect_err("2000 buckets in a 1000-bucket table");
+    assert_eq!(err.kind(), ErrorKind::ConfigMismatch, "{err}");
+    assert!(err.to_string().contains("1000 buckets per level"), "{err}");
+    let err = Locker::connect(&db, other)
+        .await
+        .expect_err("a locker for 2000 buckets");
+    assert_eq!(err.kind(), ErrorKind::ConfigMismatch, "{err}");
+    // Nothing was added.
+    assert_full(&db, table, 1000).await;
+}
+
+async fn zero_chunk_rows_is_invalid(server: &Server) {
+    let table = "hl_prov_zero_chunk";
+    let db = setup(server, table).await;
+    let config = config(table, 10);
+    let err = Provision::new(config.clone())
+        .chunk_rows(0)
+        .run(&db)
+        .await
+        .expect_err("0 rows per statement");
+    assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{err}");
+    assert_eq!(complete(&db, &config).await, None, "nothing was created");
+}
+
+async fn locker_connects_only_after_provisioning(server: &Server) {
+    let table = "hl_prov_locker";
+    let db = setup(server, table).await;
+    let config = config(table, 100);
+    let err = Locker::connect(&db, config.clone())
+        .await
+        .expect_err("no bucket table yet");
+    assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
+
+    Provision::new(config.clone())
+        .run(&db)
+        .await
+        .expect("provision");
+    let locker = Locker::connect(&db, config).await.expect("provisioned");
+    assert!(locker.is_exact());
+}
+
+async fn progress_rises_to_the_total(server: &Server) {
+    let table = "hl_prov_progress";
+    let db = setup(server, table).await;
+    let mut seen: Vec<Progress> = Vec::new();
+    let done = Provision::new(config(table, 1000))
+        .chunk_rows(300)
+        .run_with_progress(&db, |progress| seen.push(progress.clone()))
+        .await
+        .expect("provision");
+    assert_eq!(done, report(3000, 3000, 0));
+
+    // Once at the start, then after each of the 4 chunks of each level.
+    assert_eq!(seen.len(), 1 + 3 * 4, "{seen:?}");
+    assert_eq!(seen[0].rows_done, 0);
+    for pair in seen.windows(2) {
+        assert!(pair[0].rows_done < pair[1].rows_done, "{seen:?}");
+        assert!(pair[0].level <= pair[1].level, "{seen:?}");
+    }
+    let last = seen.last().expect("progress was reported");
+    assert_eq!((last.level, last.rows_done), (Level::Resource, 3000));
+    assert!(seen.iter().all(|p| p.rows_total == 3000), "{seen:?}");
+}
+
+async fn a_single_bucket_works(server: &Server) {
+    let table = "hl_prov_single";
+    let db = setup(server, table).await;
+    let config = config(table, 1);
+    let done = Provision::new(config.clone())
+        .run(&db)
+        .await
+        .expect("provision");
+    assert_eq!(done, report(3, 3, 0));
+    assert_full(&db, table, 1).await;
+    Locker::connect(&db, config).await.expect("provisioned");
+}
+
+async fn uneven_chunks_fill_exactly(server: &Server) {
+    // 12,345 buckets in chunks of 5,000: the last chunk of each level is
+    // 2,345 rows, generated by a different digit table than the others.
+    let table = "hl_prov_uneven";
+    let db = setup(server, table).await;
+    let done = Provision::new(config(table, 12_345))
+        .chunk_rows(5_000)
+        .run(&db)
+        .await
+        .expect("provision");
+    assert_eq!(done, report(37_035, 37_035, 0));
+    assert_full(&db, table, 12_345).await;
+}
+
+async fn concurrent_runs_both_succeed(server: &Server) {
+    let table = "hl_prov_concurrent";
+    let db = setup(server, table).await;
+    let other = connect(server).await;
+    let provision = Provision::new(config(table, 5000)).chunk_rows(500);
+    let (a, b) = tokio::join!(provision.run(&db), provision.run(&other));
+    let (a, b) = (a.expect("first runner"), b.expect("second runner"));
+    // Each row was inserted by exactly one of them (or found by the later one).
+    assert_eq!(a.inserted + b.inserted, 15_000, "{a:?} {b:?}");
+    assert!(a.inserted + a.resumed_from <= 15_000, "{a:?}");
+    assert_full(&db, table, 5000).await;
+}
+
+/// A migrator for the migration test's own table and migration table.
+struct TestMigrator;
+
+const MIGRATED_TABLE: &str = "hl_prov_migrator";
+
+impl MigratorTrait for TestMigrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        let migration = CreateHierLockBuckets::new(config(MIGRATED_TABLE, 500)).chunk_rows(200);
+        vec![Box::new(migration)]
+    }
+
+    fn migration_table_name() -> DynIden {
+        Alias::new("hl_prov_migrator_seaql").into_iden()
+    }
+}
+
+async fn migration_up_and_down(server: &Server) {
+    let db = setup(server, MIGRATED_TABLE).await;
+    db.execute_unprepared("DROP TABLE IF EXISTS hl_prov_migrator_seaql")
+        .await
+        .expect("drop the migration table");
+    let config = config(MIGRATED_TABLE, 500);
+
+    TestMigrator::up(&db, None).await.expect("migrate up");
+    assert_full(&db, MIGRATED_TABLE, 500).await;
+    assert_eq!(complete(&db, &config).await, Some(true));
+    Locker::connect(&db, config.clone())
+        .await
+        .expect("provisioned by the migration");
+
+    TestMigrator::down(&db, None).await.expect("migrate down");
+    assert_eq!(complete(&db, &config).await, None, "tables dropped");
+    let err = Locker::connect(&db, config)
+        .await
+        .expect_err("dropped tables");
+    assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
+    db.execute_unprepared("DROP TABLE IF EXISTS hl_prov_migrator_seaql")
+        .await
+        .expect("drop the migration table");
+}
+
+/// One `#[tokio::test]` per scenario and server.
+macro_rules! on_every_server {
+    ($($scenario:ident),* $(,)?) => {
+        mod mariadb {
+            $(#[tokio::test] async fn $scenario() { super::$scenario(&super::MARIADB).await })*
+        }
+        mod postgres {
+            $(#[tokio::test] async fn $scenario() { super::$scenario(&super::POSTGRES).await })*
+        }
+        mod mysql {
+            $(#[tokio::test] async fn $scenario() { super::$scenario(&super::MYSQL).await })*
+        }
+    };
+}
+
+on_every_server!(
+    fresh_provision_fills_every_level,
+    rerun_is_a_no_op,
+    interrupted_fill_resumes,
+    rows_missing_inside_a_level_are_filled,
+    another_bucket_space_is_refused,
+    zero_chunk_rows_is_invalid,
+    locker_connects_only_after_provisioning,
+    progress_rises_to_the_total,
+    a_single_bucket_works,
+    uneven_chunks_fill_exactly,
+    concurrent_runs_both_succeed,
+    migration_up_and_down,
+);
+
+#[tokio::test]
+async fn sqlite_gets_only_the_metadata_row() {
+    let db = Database::connect("sqlite::memory:")
+        .await
+        .expect("in-memory SQLite");
+    let config = config("hl_prov_sqlite", 1000);
+    let done = Provision::new(config.clone())
+        .run(&db)
+        .await
+        .expect("provision");
+    assert_eq!(done, report(0, 0, 0));
+    assert_eq!(complete(&db, &config).await, Some(true));
+    let locker = Locker::connect(&db, config).await.expect("SQLite locker");
+    assert!(!locker.is_exact());
+}
