@@ -1,0 +1,270 @@
+//! Shared helpers for hierlock's conformance suite.
+//!
+//! Every test gets its own lock space on a real server — its own bucket table
+//! (MySQL, MariaDB), its own advisory namespace (PostgreSQL) or its own file
+//! (SQLite) — so tests run in parallel. Servers are read from environment
+//! variables with this machine's defaults; an unreachable server fails the
+//! test, it never skips it.
+
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use hierlock::{Config, Locker, PostgresLocks};
+use hierlock_migration::Provision;
+use sea_orm::{
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend, Statement,
+    TransactionTrait,
+};
+
+/// A server the suite runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// MariaDB (InnoDB) bucket rows.
+    MariaDb,
+    /// MySQL 8+ (InnoDB) bucket rows.
+    MySql,
+    /// PostgreSQL advisory locks.
+    Postgres,
+    /// PostgreSQL with the bucket table instead of advisory locks.
+    PostgresBuckets,
+    /// SQLite's database-wide write lock.
+    Sqlite,
+}
+
+/// What a backend promises: the one place this is declared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Promise {
+    /// Exactly the hierarchy rule: requests conflict iff one write covers the other's node.
+    Exact,
+    /// Every two acquisitions conflict (one database-wide write lock).
+    Coarse,
+}
+
+impl Backend {
+    /// The promise this backend keeps.
+    pub fn promise(self) -> Promise {
+        match self {
+            Backend::Sqlite => Promise::Coarse,
+            _ => Promise::Exact,
+        }
+    }
+
+    /// Whether the server shows lock waits in a view the suite can poll.
+    pub fn has_lock_wait_view(self) -> bool {
+        self != Backend::Sqlite
+    }
+
+    fn url(self) -> String {
+        let (var, default) = match self {
+            Backend::MariaDb => ("HIERLOCK_MARIADB_URL", "mysql://root@127.0.0.1:3306/test"),
+            Backend::MySql => ("HIERLOCK_MYSQL_URL", "mysql://root@127.0.0.1:3307/test"),
+            Backend::Postgres | Backend::PostgresBuckets => {
+                ("HIERLOCK_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+            }
+            Backend::Sqlite => return String::new(),
+        };
+        std::env::var(var).unwrap_or_else(|_| default.to_owned())
+    }
+}
+
+/// One test's database, lock space and locker.
+pub struct Fixture {
+    /// The backend.
+    pub backend: Backend,
+    /// A pool with room for several concurrent transactions.
+    pub db: DatabaseConnection,
+    /// The locker for this test's lock space.
+    pub locker: Locker,
+    /// The configuration the locker was made with.
+    pub config: Config,
+}
+
+/// Advisory namespaces handed out to PostgreSQL tests, one each.
+static NEXT_NAMESPACE: AtomicU16 = AtomicU16::new(0x7100);
+
+impl Fixture {
+    /// A fresh lock space named after `test`, with `bucket_space` buckets per level.
+    ///
+    /// # Panics
+    /// If the server is unreachable or provisioning fails: a required server
+    /// that is down fails the suite.
+    pub async fn new(backend: Backend, test: &str, bucket_space: u32) -> Fixture {
+        let table = format!("hl_{}_{}", short(backend), test);
+        let mut config = Config::default()
+            .with_table(&table)
+            .expect("test table names are identifiers")
+            .with_bucket_space(bucket_space)
+            .expect("test bucket spaces are valid");
+        let url = match backend {
+            Backend::Sqlite => sqlite_url(test),
+            _ => backend.url(),
+        };
+        let db = connect(&url).await;
+        match backend {
+            Backend::MariaDb | Backend::MySql | Backend::PostgresBuckets => {
+                if backend == Backend::PostgresBuckets {
+                    config = config.with_postgres_locks(PostgresLocks::BucketTable);
+                }
+                drop_tables(&db, &config).await;
+                Provision::new(config.clone())
+                    .run(&db)
+                    .await
+                    .unwrap_or_else(|e| panic!("provisioning {table} on {backend:?}: {e}"));
+            }
+            Backend::Postgres => {
+                let namespace = NEXT_NAMESPACE.fetch_add(1, Ordering::Relaxed);
+                config = config.with_postgres_locks(PostgresLocks::Advisory { namespace });
+            }
+            Backend::Sqlite => {}
+        }
+        let locker = Locker::connect(&db, config.clone())
+            .await
+            .unwrap_or_else(|e| panic!("connecting a locker on {backend:?}: {e}"));
+        Fixture {
+            backend,
+            db,
+            locker,
+            config,
+        }
+    }
+
+    /// Begin a transaction (the server's default isolation).
+    pub async fn begin(&self) -> DatabaseTransaction {
+        self.db.begin().await.expect("begin")
+    }
+
+    /// Run `sql` outside any transaction.
+    pub async fn exec(&self, sql: &str) {
+        self.db
+            .execute_raw(Statement::from_string(self.db.get_database_backend(), sql))
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// The server-side id of the connection `txn` runs on.
+    pub async fn connection_id(&self, txn: &DatabaseTransaction) -> i64 {
+        let sql = match self.db.get_database_backend() {
+            DbBackend::Postgres => "SELECT pg_backend_pid()::int8 AS id",
+            DbBackend::MySql => "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id",
+            _ => return 0,
+        };
+        let row = txn
+            .query_one_raw(Statement::from_string(txn.get_database_backend(), sql))
+            .await
+            .expect("connection id")
+            .expect("one row");
+        row.try_get("", "id").expect("id column")
+    }
+
+    /// Whether connection `id` is waiting for a lock, from the server's own views.
+    pub async fn is_waiting(&self, id: i64) -> bool {
+        let backend = self.db.get_database_backend();
+        // InnoDB serves INNODB_TRX from one server-wide cache, refreshed only
+        // when it has not been read for 100 ms: reads from concurrent tests
+        // must be spaced so that every read refreshes it.
+        let _turn = match backend {
+            DbBackend::MySql => Some(innodb_trx_turn().await),
+            _ => None,
+        };
+        let sql = match backend {
+            DbBackend::Postgres => "SELECT COUNT(*)::int8 AS n FROM pg_locks WHERE pid = $1 AND NOT granted",
+            DbBackend::MySql => {
+                "SELECT CAST(COUNT(*) AS SIGNED) AS n FROM information_schema.INNODB_TRX \
+                 WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'"
+            }
+            _ => panic!("{:?} has no lock-wait view", self.backend),
+        };
+        let row = self
+            .db
+            .query_one_raw(Statement::from_sql_and_values(backend, sql, [id.into()]))
+            .await
+            .expect("lock-wait view")
+            .expect("one row");
+        row.try_get::<i64>("", "n").expect("count") > 0
+    }
+
+    /// Wait until connection `id` waits for a lock; panics after 10 s, so a
+    /// bug fails fast instead of hanging.
+    pub async fn wait_until_blocked(&self, id: i64) {
+        let poll = async {
+            while !self.is_waiting(id).await {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), poll)
+            .await
+            .unwrap_or_else(|_| panic!("connection {id} never waited for a lock"));
+    }
+}
+
+/// The last read of INNODB_TRX in this process, for spacing reads.
+static INNODB_TRX_LAST_READ: tokio::sync::Mutex<Option<Instant>> = tokio::sync::Mutex::const_new(None);
+
+/// Wait for this process's turn to read INNODB_TRX: at least 110 ms after
+/// the previous read, so that the server refreshes its cache for this one.
+async fn innodb_trx_turn() -> InnoDbTrxTurn {
+    let mut last = INNODB_TRX_LAST_READ.lock().await;
+    if let Some(at) = *last {
+        let since = at.elapsed();
+        if since < INNODB_TRX_SPACING {
+            tokio::time::sleep(INNODB_TRX_SPACING - since).await;
+        }
+    }
+    InnoDbTrxTurn(last)
+}
+
+const INNODB_TRX_SPACING: Duration = Duration::from_millis(110);
+
+/// Held while reading INNODB_TRX; records the read's time when dropped.
+struct InnoDbTrxTurn(tokio::sync::MutexGuard<'static, Option<Instant>>);
+
+impl Drop for InnoDbTrxTurn {
+    fn drop(&mut self) {
+        *self.0 = Some(Instant::now());
+    }
+}
+
+/// Await `fut` for at most 10 s: every wait in the suite is bounded.
+pub async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within 10 s"))
+}
+
+async fn connect(url: &str) -> DatabaseConnection {
+    let mut options = ConnectOptions::new(url.to_owned());
+    options
+        .max_connections(12)
+        .min_connections(1)
+        .connect_timeout(Duration::from_secs(10))
+        .sqlx_logging(false);
+    Database::connect(options)
+        .await
+        .unwrap_or_else(|e| panic!("cannot reach {url}: {e} (the suite needs this server; see README)"))
+}
+
+async fn drop_tables(db: &DatabaseConnection, config: &Config) {
+    let backend = db.get_database_backend();
+    for table in [config.table().to_string(), config.table().meta()] {
+        let sql = format!("DROP TABLE IF EXISTS {table}");
+        db.execute_raw(Statement::from_string(backend, sql)).await.expect("drop test table");
+    }
+}
+
+fn sqlite_url(test: &str) -> String {
+    let dir = std::env::temp_dir().join("hierlock-tests");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(format!("{test}-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+fn short(backend: Backend) -> &'static str {
+    match backend {
+        Backend::MariaDb => "maria",
+        Backend::MySql => "my",
+        Backend::Postgres => "pg",
+        Backend::PostgresBuckets => "pgb",
+        Backend::Sqlite => "lite",
+    }
+}

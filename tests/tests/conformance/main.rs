@@ -1,0 +1,87 @@
+//! hierlock's conformance suite: the same promises checked on every backend.
+//!
+//! Each test below exists once per backend (`mariadb::…`, `mysql::…`,
+//! `postgres::…`, `postgres_buckets::…`, `sqlite::…`). What a backend promises
+//! (exact hierarchy rule, or one coarse database-wide lock) is declared in
+//! `hierlock_tests::Backend::promise` and checked by `matrix`.
+
+mod deadlock;
+mod errors;
+mod handle;
+mod matrix;
+mod scenarios;
+mod sql;
+mod support;
+
+/// One `#[tokio::test]` per (backend, test function).
+macro_rules! per_backend {
+    ($backend:ident => $variant:expr; $($module:ident :: $test:ident),* $(,)?) => {
+        mod $backend {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    crate::$module::$test($variant).await;
+                }
+            )*
+        }
+    };
+}
+
+/// The tests every backend runs.
+macro_rules! common_tests {
+    ($backend:ident => $variant:expr $(; $($extra:ident :: $test:ident),*)?) => {
+        per_backend!($backend => $variant;
+            scenarios::scenario_1_same_resource_twice_waits,
+            scenarios::scenario_2_sibling_resources_coexist,
+            scenarios::scenario_3_account_lock_and_resource_below_conflict,
+            scenarios::scenario_4_user_lock_blocks_accounts_and_resources_below,
+            scenarios::scenario_5_different_users_are_independent,
+            scenarios::scenario_7_many_resources_in_any_order_never_deadlock,
+            scenarios::readers_share_and_writers_wait_for_readers,
+            scenarios::locks_commit_and_roll_back_with_the_callers_writes,
+            matrix::generated_matrix_matches_the_hierarchy_oracle,
+            deadlock::ordered_multi_target_stress_never_deadlocks,
+            errors::empty_ids_fail_before_any_sql,
+            errors::nowait_conflict_is_would_block,
+            errors::timeout_conflict_is_lock_timeout_and_restores_the_setting,
+            errors::zero_timeout_is_invalid,
+            sql::statements_per_resource_write_lock,
+            handle::handle_holds_until_release,
+            handle::handle_releases_on_drop
+            $($(, $extra::$test)*)?
+        );
+    };
+}
+
+/// The tests of backends that lock individual keys (not SQLite's one lock).
+macro_rules! exact_tests {
+    ($backend:ident => $variant:expr $(; $($extra:ident :: $test:ident),*)?) => {
+        common_tests!($backend => $variant;
+            scenarios::scenario_6_unordered_separate_calls_can_deadlock,
+            sql::locks_are_taken_in_key_order_whatever_the_input_order,
+            errors::server_lock_wait_timeout_while_blocking_is_lock_timeout
+            $($(, $extra::$test)*)?
+        );
+    };
+}
+
+exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
+    sql::multi_row_statements_lock_only_the_planned_rows,
+    deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
+    errors::missing_bucket_row_is_not_provisioned,
+    errors::mismatched_or_missing_table_is_refused,
+    errors::partial_lock_set_after_a_mysql_failure_stays_held);
+exact_tests!(mysql => hierlock_tests::Backend::MySql;
+    sql::multi_row_statements_lock_only_the_planned_rows,
+    deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
+    errors::missing_bucket_row_is_not_provisioned,
+    errors::mismatched_or_missing_table_is_refused,
+    errors::partial_lock_set_after_a_mysql_failure_stays_held);
+exact_tests!(postgres => hierlock_tests::Backend::Postgres;
+    errors::postgres_failure_leaves_the_transaction_usable);
+exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
+    sql::multi_row_statements_lock_only_the_planned_rows,
+    deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
+    errors::missing_bucket_row_is_not_provisioned,
+    errors::postgres_failure_leaves_the_transaction_usable);
+common_tests!(sqlite => hierlock_tests::Backend::Sqlite);

@@ -1,0 +1,58 @@
+//! Two-transaction choreography shared by the tests.
+
+use hierlock::{Error, ErrorKind, LockSet, Request, Wait};
+use hierlock_tests::{Fixture, bounded};
+use sea_orm::DatabaseTransaction;
+
+/// Acquire `requests` on `txn` and keep only the outcome.
+pub async fn take(fx: &Fixture, txn: &DatabaseTransaction, requests: &[Request], wait: Wait) -> Result<usize, Error> {
+    fx.locker
+        .acquire_with(txn, requests.iter().cloned(), wait)
+        .await
+        .map(|set: LockSet<'_>| set.statements())
+}
+
+/// `wanted` must wait while `held` is held, then get its locks once `held` is released.
+pub async fn assert_waits(fx: &Fixture, held: &[Request], wanted: &[Request]) {
+    let t1 = fx.begin().await;
+    bounded("first acquisition", take(fx, &t1, held, Wait::Block))
+        .await
+        .expect("the first acquisition is uncontended");
+    let t2 = fx.begin().await;
+    if !fx.backend.has_lock_wait_view() {
+        let err = take(fx, &t2, wanted, Wait::NoWait).await.expect_err("a conflicting lock must not be granted");
+        assert_eq!(err.kind(), ErrorKind::WouldBlock, "{err}");
+        t1.rollback().await.expect("rollback");
+        bounded("acquisition after release", take(fx, &t2, wanted, Wait::Block))
+            .await
+            .expect("granted once released");
+        return;
+    }
+    let id = fx.connection_id(&t2).await;
+    let locker = fx.locker.clone();
+    let wanted_owned = wanted.to_vec();
+    let waiter = tokio::spawn(async move {
+        let outcome = locker.acquire(&t2, wanted_owned).await.map(|set| set.statements());
+        (outcome, t2)
+    });
+    fx.wait_until_blocked(id).await;
+    assert!(!waiter.is_finished(), "{wanted:?} was granted while {held:?} was held");
+    t1.rollback().await.expect("rollback");
+    let (outcome, t2) = bounded("the waiting acquisition", waiter).await.expect("task");
+    outcome.expect("granted once released");
+    t2.rollback().await.expect("rollback");
+}
+
+/// `wanted` must be granted at once while `held` is held.
+pub async fn assert_coexists(fx: &Fixture, held: &[Request], wanted: &[Request]) {
+    let t1 = fx.begin().await;
+    bounded("first acquisition", take(fx, &t1, held, Wait::Block))
+        .await
+        .expect("the first acquisition is uncontended");
+    let t2 = fx.begin().await;
+    bounded("second acquisition", take(fx, &t2, wanted, Wait::NoWait))
+        .await
+        .unwrap_or_else(|e| panic!("{wanted:?} must not conflict with {held:?}: {e}"));
+    t2.rollback().await.expect("rollback");
+    t1.rollback().await.expect("rollback");
+}
