@@ -263,8 +263,8 @@ impl Locker {
             .iter()
             .filter_map(|row| {
                 Some((
-                    row.try_get("", "level").ok()?,
-                    row.try_get("", "bucket").ok()?,
+                    row.try_get("", "locked_level").ok()?,
+                    row.try_get("", "locked_bucket").ok()?,
                 ))
             })
             .collect();

@@ -33,10 +33,15 @@ async fn query_text(txn: &DatabaseTransaction, sql: &str) -> String {
 /// The connection's own lock-wait setting, as text.
 async fn wait_setting(backend: Backend, txn: &DatabaseTransaction) -> String {
     match backend {
-        Backend::MariaDb | Backend::MySql => {
-            query_i64(txn, "SELECT CAST(@@SESSION.innodb_lock_wait_timeout AS SIGNED)").await.to_string()
+        Backend::MariaDb | Backend::MySql => query_i64(
+            txn,
+            "SELECT CAST(@@SESSION.innodb_lock_wait_timeout AS SIGNED)",
+        )
+        .await
+        .to_string(),
+        Backend::Postgres | Backend::PostgresBuckets => {
+            query_text(txn, "SELECT current_setting('lock_timeout')").await
         }
-        Backend::Postgres | Backend::PostgresBuckets => query_text(txn, "SELECT current_setting('lock_timeout')").await,
         Backend::Sqlite => query_i64(txn, "PRAGMA busy_timeout").await.to_string(),
     }
 }
@@ -44,8 +49,14 @@ async fn wait_setting(backend: Backend, txn: &DatabaseTransaction) -> String {
 pub async fn empty_ids_fail_before_any_sql(backend: Backend) {
     let fx = Fixture::new(backend, "empty", 1000).await;
     let txn = fx.begin().await;
-    for bad in [Target::user(""), Target::account("u1", ""), Target::resource("u1", "a1", "")] {
-        let err = take(&fx, &txn, &[bad.write()], Wait::Block).await.expect_err("empty id");
+    for bad in [
+        Target::user(""),
+        Target::account("u1", ""),
+        Target::resource("u1", "a1", ""),
+    ] {
+        let err = take(&fx, &txn, &[bad.write()], Wait::Block)
+            .await
+            .expect_err("empty id");
         assert_eq!(err.kind(), ErrorKind::EmptyId);
         assert_eq!(err.txn_state(), TxnState::Unchanged);
         assert!(!err.is_retryable());
@@ -62,7 +73,9 @@ pub async fn nowait_conflict_is_would_block(backend: Backend) {
     let t1 = fx.begin().await;
     take(&fx, &t1, &[r.clone()], Wait::Block).await.expect("t1");
     let t2 = fx.begin().await;
-    let err = bounded("no-wait", take(&fx, &t2, &[r], Wait::NoWait)).await.expect_err("conflict");
+    let err = bounded("no-wait", take(&fx, &t2, &[r], Wait::NoWait))
+        .await
+        .expect_err("conflict");
     assert_eq!(err.kind(), ErrorKind::WouldBlock, "{err}");
     assert!(err.is_retryable());
     let expected = match backend {
@@ -83,24 +96,38 @@ pub async fn timeout_conflict_is_lock_timeout_and_restores_the_setting(backend: 
     let t2 = fx.begin().await;
     let before = wait_setting(backend, &t2).await;
     let timeout = Duration::from_millis(300);
-    let err = bounded("timeout", take(&fx, &t2, &[r.clone()], Wait::Timeout(timeout)))
-        .await
-        .expect_err("conflict");
+    let err = bounded(
+        "timeout",
+        take(&fx, &t2, &[r.clone()], Wait::Timeout(timeout)),
+    )
+    .await
+    .expect_err("conflict");
     assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
     assert!(err.is_retryable());
     assert!(matches!(err, hierlock::Error::LockTimeout { waited: Some(d), .. } if d == timeout));
-    assert_eq!(wait_setting(backend, &t2).await, before, "the connection's own setting is restored");
+    assert_eq!(
+        wait_setting(backend, &t2).await,
+        before,
+        "the connection's own setting is restored"
+    );
     // A later blocking acquisition on the same transaction waits as before.
     t1.rollback().await.expect("rollback");
-    bounded("after release", take(&fx, &t2, &[r], Wait::Block)).await.expect("granted");
+    bounded("after release", take(&fx, &t2, &[r], Wait::Block))
+        .await
+        .expect("granted");
 }
 
 pub async fn zero_timeout_is_invalid(backend: Backend) {
     let fx = Fixture::new(backend, "zero", 1000).await;
     let txn = fx.begin().await;
-    let err = take(&fx, &txn, &[Target::user("u").write()], Wait::Timeout(Duration::ZERO))
-        .await
-        .expect_err("zero timeout");
+    let err = take(
+        &fx,
+        &txn,
+        &[Target::user("u").write()],
+        Wait::Timeout(Duration::ZERO),
+    )
+    .await
+    .expect_err("zero timeout");
     assert_eq!(err.kind(), ErrorKind::InvalidConfig);
 }
 
@@ -115,19 +142,29 @@ pub async fn server_lock_wait_timeout_while_blocking_is_lock_timeout(backend: Ba
         DbBackend::MySql => "SET SESSION innodb_lock_wait_timeout = 1",
         _ => "SET LOCAL lock_timeout = '300ms'",
     };
-    t2.execute_raw(Statement::from_string(t2.get_database_backend(), set)).await.expect("set");
-    let err = bounded("blocking", take(&fx, &t2, &[r], Wait::Block)).await.expect_err("server timeout");
+    t2.execute_raw(Statement::from_string(t2.get_database_backend(), set))
+        .await
+        .expect("set");
+    let err = bounded("blocking", take(&fx, &t2, &[r], Wait::Block))
+        .await
+        .expect_err("server timeout");
     assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
-    assert!(matches!(err, hierlock::Error::LockTimeout { waited: None, .. }));
+    assert!(matches!(
+        err,
+        hierlock::Error::LockTimeout { waited: None, .. }
+    ));
     let expected = match backend {
         Backend::MariaDb | Backend::MySql => TxnState::PartiallyLocked,
         _ => TxnState::Aborted, // no savepoint around a blocking attempt
     };
     assert_eq!(err.txn_state(), expected);
     if t2.get_database_backend() == DbBackend::MySql {
-        t2.execute_raw(Statement::from_string(DbBackend::MySql, "SET SESSION innodb_lock_wait_timeout = DEFAULT"))
-            .await
-            .expect("reset");
+        t2.execute_raw(Statement::from_string(
+            DbBackend::MySql,
+            "SET SESSION innodb_lock_wait_timeout = DEFAULT",
+        ))
+        .await
+        .expect("reset");
     }
 }
 
@@ -139,19 +176,25 @@ pub async fn partial_lock_set_after_a_mysql_failure_stays_held(backend: Backend)
     let t1 = fx.begin().await;
     take(&fx, &t1, &[r.clone()], Wait::Block).await.expect("t1");
     let t2 = fx.begin().await;
-    let err = take(&fx, &t2, &[r], Wait::NoWait).await.expect_err("conflict");
+    let err = take(&fx, &t2, &[r], Wait::NoWait)
+        .await
+        .expect_err("conflict");
     assert_eq!(err.txn_state(), TxnState::PartiallyLocked);
     t1.rollback().await.expect("rollback");
     // t2 still holds its shared account lock, so the account cannot be written …
     let account = Target::account("u1", "a1").write();
     let t3 = fx.begin().await;
-    let held = take(&fx, &t3, &[account.clone()], Wait::NoWait).await.expect_err("t2's partial locks");
+    let held = take(&fx, &t3, &[account.clone()], Wait::NoWait)
+        .await
+        .expect_err("t2's partial locks");
     assert_eq!(held.kind(), ErrorKind::WouldBlock);
     drop(t3);
     // … until t2 rolls back, as the error tells the caller to.
     t2.rollback().await.expect("rollback");
     let t4 = fx.begin().await;
-    take(&fx, &t4, &[account], Wait::NoWait).await.expect("free after rollback");
+    take(&fx, &t4, &[account], Wait::NoWait)
+        .await
+        .expect("free after rollback");
 }
 
 /// PostgreSQL: a failed no-wait attempt runs in a savepoint, so the caller's
@@ -162,13 +205,21 @@ pub async fn postgres_failure_leaves_the_transaction_usable(backend: Backend) {
     let t1 = fx.begin().await;
     take(&fx, &t1, &[r.clone()], Wait::Block).await.expect("t1");
     let t2 = fx.begin().await;
-    take(&fx, &t2, &[Target::user("u8").write()], Wait::Block).await.expect("t2's earlier lock");
-    let err = take(&fx, &t2, &[Target::user("u7").write(), r], Wait::NoWait).await.expect_err("conflict");
+    take(&fx, &t2, &[Target::user("u8").write()], Wait::Block)
+        .await
+        .expect("t2's earlier lock");
+    let err = take(&fx, &t2, &[Target::user("u7").write(), r], Wait::NoWait)
+        .await
+        .expect_err("conflict");
     assert_eq!(err.txn_state(), TxnState::Unchanged);
     assert_eq!(query_i64(&t2, "SELECT 1").await, 1, "not aborted");
     let t3 = fx.begin().await;
-    take(&fx, &t3, &[Target::user("u7").write()], Wait::NoWait).await.expect("the attempt's locks were released");
-    let still = take(&fx, &t3, &[Target::user("u8").write()], Wait::NoWait).await.expect_err("earlier lock kept");
+    take(&fx, &t3, &[Target::user("u7").write()], Wait::NoWait)
+        .await
+        .expect("the attempt's locks were released");
+    let still = take(&fx, &t3, &[Target::user("u8").write()], Wait::NoWait)
+        .await
+        .expect_err("earlier lock kept");
     assert_eq!(still.kind(), ErrorKind::WouldBlock);
 }
 
@@ -176,29 +227,62 @@ pub async fn missing_bucket_row_is_not_provisioned(backend: Backend) {
     let fx = Fixture::new(backend, "missing", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
     let plan = fx.locker.plan([&r]).expect("plan");
-    let lock = *plan.locks().last().expect("lock");
-    fx.exec(&format!("DELETE FROM {} WHERE level = 2 AND bucket = {}", fx.config.table(), lock.key.slot)).await;
+    // The account's row: the second row of the shared (user, account) statement.
+    let lock = plan.locks()[1];
+    assert_eq!(lock.key.level, Level::Account);
+    fx.exec(&format!(
+        "DELETE FROM {} WHERE level = 1 AND bucket = {}",
+        fx.config.table(),
+        lock.key.slot
+    ))
+    .await;
     let txn = fx.begin().await;
-    let err = take(&fx, &txn, &[r], Wait::Block).await.expect_err("missing row");
+    let err = take(&fx, &txn, &[r], Wait::Block)
+        .await
+        .expect_err("missing row");
     assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
     let slot = u32::try_from(lock.key.slot).expect("bucket");
-    assert!(matches!(err, hierlock::Error::NotProvisioned { row: Some((Level::Resource, b)), .. } if b == slot));
-    assert!(err.to_string().contains(&format!("bucket {slot}")), "{err}");
-    assert_eq!(err.txn_state(), TxnState::PartiallyLocked, "the ancestors' rows were locked");
+    assert!(
+        matches!(err, hierlock::Error::NotProvisioned { row: Some((Level::Account, b)), .. } if b == slot),
+        "the missing row is named: {err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains(&format!("level 1 = account, bucket {slot}")),
+        "{err}"
+    );
+    assert_eq!(
+        err.txn_state(),
+        TxnState::PartiallyLocked,
+        "the user's row was locked"
+    );
 }
 
 pub async fn mismatched_or_missing_table_is_refused(backend: Backend) {
     let fx = Fixture::new(backend, "meta", 1000).await;
     let other_space = fx.config.clone().with_bucket_space(999).expect("config");
-    let err = Locker::connect(&fx.db, other_space).await.expect_err("mismatch");
+    let err = Locker::connect(&fx.db, other_space)
+        .await
+        .expect_err("mismatch");
     assert_eq!(err.kind(), ErrorKind::ConfigMismatch, "{err}");
-    assert!(err.to_string().contains("1000") && err.to_string().contains("999"), "{err}");
+    assert!(
+        err.to_string().contains("1000") && err.to_string().contains("999"),
+        "{err}"
+    );
 
-    let missing = Config::default().with_table("hl_no_such_table").expect("config");
+    let missing = Config::default()
+        .with_table("hl_no_such_table")
+        .expect("config");
     let err = Locker::connect(&fx.db, missing).await.expect_err("missing");
     assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
 
-    fx.exec(&format!("UPDATE {} SET complete = 0", fx.config.table().meta())).await;
-    let err = Locker::connect(&fx.db, fx.config.clone()).await.expect_err("incomplete");
+    fx.exec(&format!(
+        "UPDATE {} SET complete = 0",
+        fx.config.table().meta()
+    ))
+    .await;
+    let err = Locker::connect(&fx.db, fx.config.clone())
+        .await
+        .expect_err("incomplete");
     assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
 }
