@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbErr, QueryResult, Statement};
 
-use crate::classify::{Conflict, classify};
+use crate::classify::{Conflict, classify, is_missing_table};
 use crate::config::{Config, PostgresLocks, Wait};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result, TxnState};
@@ -377,6 +377,13 @@ impl<C: ConnectionTrait> Run<'_, C> {
                     TxnState::Aborted
                 },
                 source: err,
+            },
+            // The table was dropped (or never created on this schema) after
+            // `Locker::connect` checked it.
+            None if is_missing_table(&err) => Error::NotProvisioned {
+                what: format!("the lock table for {what} ({err})"),
+                row: None,
+                txn_state: busy_state,
             },
             None => Error::database(format!("acquiring {what}"), err),
         }

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use hierlock::{Config, Locker, PostgresLocks};
 use hierlock_migration::Provision;
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend, Statement,
-    TransactionTrait,
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
+    Statement, TransactionTrait,
 };
 
 /// A server the suite runs on.
@@ -58,9 +58,10 @@ impl Backend {
         let (var, default) = match self {
             Backend::MariaDb => ("HIERLOCK_MARIADB_URL", "mysql://root@127.0.0.1:3306/test"),
             Backend::MySql => ("HIERLOCK_MYSQL_URL", "mysql://root@127.0.0.1:3307/test"),
-            Backend::Postgres | Backend::PostgresBuckets => {
-                ("HIERLOCK_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
-            }
+            Backend::Postgres | Backend::PostgresBuckets => (
+                "HIERLOCK_POSTGRES_URL",
+                "postgres://postgres@127.0.0.1:5432/test",
+            ),
             Backend::Sqlite => return String::new(),
         };
         std::env::var(var).unwrap_or_else(|_| default.to_owned())
@@ -167,7 +168,9 @@ impl Fixture {
             _ => None,
         };
         let sql = match backend {
-            DbBackend::Postgres => "SELECT COUNT(*)::int8 AS n FROM pg_locks WHERE pid = $1 AND NOT granted",
+            DbBackend::Postgres => {
+                "SELECT COUNT(*)::int8 AS n FROM pg_locks WHERE pid = $1 AND NOT granted"
+            }
             DbBackend::MySql => {
                 "SELECT CAST(COUNT(*) AS SIGNED) AS n FROM information_schema.INNODB_TRX \
                  WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'"
@@ -198,7 +201,8 @@ impl Fixture {
 }
 
 /// The last read of INNODB_TRX in this process, for spacing reads.
-static INNODB_TRX_LAST_READ: tokio::sync::Mutex<Option<Instant>> = tokio::sync::Mutex::const_new(None);
+static INNODB_TRX_LAST_READ: tokio::sync::Mutex<Option<Instant>> =
+    tokio::sync::Mutex::const_new(None);
 
 /// Wait for this process's turn to read INNODB_TRX: at least 110 ms after
 /// the previous read, so that the server refreshes its cache for this one.
@@ -238,16 +242,18 @@ async fn connect(url: &str) -> DatabaseConnection {
         .min_connections(1)
         .connect_timeout(Duration::from_secs(10))
         .sqlx_logging(false);
-    Database::connect(options)
-        .await
-        .unwrap_or_else(|e| panic!("cannot reach {url}: {e} (the suite needs this server; see README)"))
+    Database::connect(options).await.unwrap_or_else(|e| {
+        panic!("cannot reach {url}: {e} (the suite needs this server; see README)")
+    })
 }
 
 async fn drop_tables(db: &DatabaseConnection, config: &Config) {
     let backend = db.get_database_backend();
     for table in [config.table().to_string(), config.table().meta()] {
         let sql = format!("DROP TABLE IF EXISTS {table}");
-        db.execute_raw(Statement::from_string(backend, sql)).await.expect("drop test table");
+        db.execute_raw(Statement::from_string(backend, sql))
+            .await
+            .expect("drop test table");
     }
 }
 

@@ -13,7 +13,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 33) as usize) % n
     }
 }
@@ -22,7 +25,11 @@ impl Lcg {
 /// call, from many tasks at once: never a deadlock, never an error.
 pub async fn ordered_multi_target_stress_never_deadlocks(backend: Backend) {
     let fx = Fixture::new(backend, "stress", 1000).await;
-    let (tasks, rounds) = if backend == Backend::Sqlite { (4, 15) } else { (8, 30) };
+    let (tasks, rounds) = if backend == Backend::Sqlite {
+        (4, 15)
+    } else {
+        (8, 30)
+    };
     let workers: Vec<_> = (0..tasks)
         .map(|task| {
             let (locker, db) = (fx.locker.clone(), fx.db.clone());
@@ -37,7 +44,11 @@ pub async fn ordered_multi_target_stress_never_deadlocks(backend: Backend) {
                                 1 => Target::account(u, a),
                                 _ => Target::resource(u, a, r),
                             };
-                            if rng.below(3) == 0 { target.read() } else { target.write() }
+                            if rng.below(3) == 0 {
+                                target.read()
+                            } else {
+                                target.write()
+                            }
                         })
                         .collect();
                     let txn = db.begin().await.expect("begin");
@@ -52,7 +63,9 @@ pub async fn ordered_multi_target_stress_never_deadlocks(backend: Backend) {
         })
         .collect();
     for worker in workers {
-        bounded("a stress worker", worker).await.expect("no deadlock, no error");
+        bounded("a stress worker", worker)
+            .await
+            .expect("no deadlock, no error");
     }
 }
 
@@ -70,12 +83,21 @@ fn colliding_ids(fx: &Fixture) -> [String; 4] {
     for a in &names {
         let x = bucket(a);
         let later = |after: &String, want: &dyn Fn(i64) -> bool| {
-            names.iter().find(|n| *n > after && want(bucket(n))).cloned()
+            names
+                .iter()
+                .find(|n| *n > after && want(bucket(n)))
+                .cloned()
         };
-        let Some(b) = later(a, &|k| k != x) else { continue };
+        let Some(b) = later(a, &|k| k != x) else {
+            continue;
+        };
         let y = bucket(&b);
-        let Some(c) = later(&b, &|k| k == y) else { continue };
-        let Some(d) = later(&c, &|k| k == x) else { continue };
+        let Some(c) = later(&b, &|k| k == y) else {
+            continue;
+        };
+        let Some(d) = later(&c, &|k| k == x) else {
+            continue;
+        };
         return [a.clone(), b, c, d];
     }
     panic!("no colliding IDs in a two-bucket space");
@@ -89,27 +111,38 @@ pub async fn tiny_bucket_space_plan_order_prevents_the_id_order_deadlock(backend
     // The Go way: sort IDs, then lock each: T1 = {a, c}, T2 = {b, d}.
     let t1 = fx.begin().await;
     let t2 = fx.begin().await;
-    take(&fx, &t1, &[w(&a)], Wait::Block).await.expect("t1 locks a (bucket X)");
-    take(&fx, &t2, &[w(&b)], Wait::Block).await.expect("t2 locks b (bucket Y)");
+    take(&fx, &t1, &[w(&a)], Wait::Block)
+        .await
+        .expect("t1 locks a (bucket X)");
+    take(&fx, &t2, &[w(&b)], Wait::Block)
+        .await
+        .expect("t2 locks b (bucket Y)");
     let t1_id = fx.connection_id(&t1).await;
     let locker = fx.locker.clone();
     let wc = w(&c);
     let first = tokio::spawn(async move { (locker.acquire(&t1, [wc]).await.map(|_| ()), t1) });
     fx.wait_until_blocked(t1_id).await; // t1 wants c: bucket Y, held by t2
-    let second = bounded("t2 locking d", fx.locker.acquire(&t2, [w(&d)])).await.map(|_| ());
+    let second = bounded("t2 locking d", fx.locker.acquire(&t2, [w(&d)]))
+        .await
+        .map(|_| ());
     drop(t2);
     let (first, survivor) = bounded("t1 locking c", first).await.expect("task");
     let deadlocks = [&first, &second]
         .iter()
         .filter(|o| o.as_ref().is_err_and(|e| e.kind() == ErrorKind::Deadlock))
         .count();
-    assert_eq!(deadlocks, 1, "ID order must deadlock: {first:?} / {second:?}");
+    assert_eq!(
+        deadlocks, 1,
+        "ID order must deadlock: {first:?} / {second:?}"
+    );
     survivor.rollback().await.expect("rollback");
 
     // The planned way: each transaction's set in one call, locked by bucket.
     let t1 = fx.begin().await;
     let t2 = fx.begin().await;
-    take(&fx, &t1, &[w(&a), w(&c)], Wait::Block).await.expect("t1 locks X then Y");
+    take(&fx, &t1, &[w(&a), w(&c)], Wait::Block)
+        .await
+        .expect("t1 locks X then Y");
     let t2_id = fx.connection_id(&t2).await;
     let locker = fx.locker.clone();
     let set2 = [w(&b), w(&d)];
@@ -121,21 +154,31 @@ pub async fn tiny_bucket_space_plan_order_prevents_the_id_order_deadlock(backend
     t2.commit().await.expect("commit");
 
     // And many rounds of both sets in reversed input orders.
-    let workers: Vec<_> = [[a.clone(), c.clone()], [d.clone(), b.clone()], [c, a], [b, d]]
-        .into_iter()
-        .map(|ids| {
-            let (locker, db) = (fx.locker.clone(), fx.db.clone());
-            tokio::spawn(async move {
-                for _ in 0..40 {
-                    let txn = db.begin().await.expect("begin");
-                    let set: Vec<_> = ids.iter().map(|id| Target::resource("u", "acc", id.as_str()).write()).collect();
-                    locker.acquire(&txn, set).await.expect("never a deadlock");
-                    txn.commit().await.expect("commit");
-                }
-            })
+    let workers: Vec<_> = [
+        [a.clone(), c.clone()],
+        [d.clone(), b.clone()],
+        [c, a],
+        [b, d],
+    ]
+    .into_iter()
+    .map(|ids| {
+        let (locker, db) = (fx.locker.clone(), fx.db.clone());
+        tokio::spawn(async move {
+            for _ in 0..40 {
+                let txn = db.begin().await.expect("begin");
+                let set: Vec<_> = ids
+                    .iter()
+                    .map(|id| Target::resource("u", "acc", id.as_str()).write())
+                    .collect();
+                locker.acquire(&txn, set).await.expect("never a deadlock");
+                txn.commit().await.expect("commit");
+            }
         })
-        .collect();
+    })
+    .collect();
     for worker in workers {
-        bounded("a colliding worker", worker).await.expect("no deadlock");
+        bounded("a colliding worker", worker)
+            .await
+            .expect("no deadlock");
     }
 }

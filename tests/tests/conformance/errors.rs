@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use hierlock::{Config, ErrorKind, Level, Locker, Target, TxnState, Wait};
+use hierlock::{ErrorKind, Level, Locker, Target, TxnState, Wait};
 use hierlock_tests::{Backend, Fixture, bounded};
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, Statement};
 
@@ -270,7 +270,9 @@ pub async fn mismatched_or_missing_table_is_refused(backend: Backend) {
         "{err}"
     );
 
-    let missing = Config::default()
+    let missing = fx
+        .config
+        .clone()
         .with_table("hl_no_such_table")
         .expect("config");
     let err = Locker::connect(&fx.db, missing).await.expect_err("missing");
@@ -285,4 +287,56 @@ pub async fn mismatched_or_missing_table_is_refused(backend: Backend) {
         .await
         .expect_err("incomplete");
     assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
+}
+
+/// A transaction of another kind of database than the locker's is refused
+/// before any SQL.
+pub async fn transaction_of_another_database_is_misuse(backend: Backend) {
+    let fx = Fixture::new(backend, "misuse", 1000).await;
+    let other = sea_orm::Database::connect("sqlite::memory:")
+        .await
+        .expect("sqlite");
+    let txn = sea_orm::TransactionTrait::begin(&other)
+        .await
+        .expect("begin");
+    let err = take(&fx, &txn, &[Target::user("u").write()], Wait::Block)
+        .await
+        .expect_err("misuse");
+    assert_eq!(err.kind(), ErrorKind::Misuse, "{err}");
+    assert_eq!(err.txn_state(), TxnState::Unchanged);
+}
+
+/// A bucket table dropped after `Locker::connect` is `NotProvisioned`, not
+/// an opaque database error.
+pub async fn dropped_table_is_not_provisioned(backend: Backend) {
+    let fx = Fixture::new(backend, "dropped", 1000).await;
+    fx.exec(&format!("DROP TABLE {}", fx.config.table())).await;
+    let txn = fx.begin().await;
+    let err = take(&fx, &txn, &[Target::user("u").write()], Wait::Block)
+        .await
+        .expect_err("no table");
+    assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
+}
+
+/// Any other server failure is `Database`, with the server's error as its
+/// source: here, PostgreSQL refusing statements in an aborted transaction.
+pub async fn other_server_errors_are_database_errors(backend: Backend) {
+    let fx = Fixture::new(backend, "dberror", 1000).await;
+    let txn = fx.begin().await;
+    txn.execute_raw(Statement::from_string(DbBackend::Postgres, "SELECT 1/0"))
+        .await
+        .expect_err("division by zero");
+    let err = take(&fx, &txn, &[Target::user("u").write()], Wait::Block)
+        .await
+        .expect_err("aborted txn");
+    assert_eq!(err.kind(), ErrorKind::Database, "{err}");
+    assert!(!err.is_retryable());
+    assert!(
+        std::error::Error::source(&err).is_some(),
+        "the server's error is the source"
+    );
+    assert_eq!(
+        err.to_string(),
+        "database error while acquiring write User(u)"
+    );
 }

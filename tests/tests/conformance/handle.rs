@@ -10,10 +10,16 @@ use crate::support::take;
 pub async fn handle_holds_until_release(backend: Backend) {
     let fx = Fixture::new(backend, "handle", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
-    let handle = fx.locker.acquire_handle(&fx.db, [r.clone()]).await.expect("handle");
+    let handle = fx
+        .locker
+        .acquire_handle(&fx.db, [r.clone()])
+        .await
+        .expect("handle");
     assert_eq!(handle.requests(), std::slice::from_ref(&r));
     let txn = fx.begin().await;
-    let err = take(&fx, &txn, &[r.clone()], Wait::NoWait).await.expect_err("held by the handle");
+    let err = take(&fx, &txn, &[r.clone()], Wait::NoWait)
+        .await
+        .expect_err("held by the handle");
     assert_eq!(err.kind(), ErrorKind::WouldBlock);
     drop(txn);
     handle.release().await.expect("release");
@@ -24,7 +30,11 @@ pub async fn handle_holds_until_release(backend: Backend) {
 pub async fn handle_releases_on_drop(backend: Backend) {
     let fx = Fixture::new(backend, "handledrop", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
-    let handle = fx.locker.acquire_handle(&fx.db, [r.clone()]).await.expect("handle");
+    let handle = fx
+        .locker
+        .acquire_handle(&fx.db, [r.clone()])
+        .await
+        .expect("handle");
     drop(handle);
     // The rollback is sent when the connection goes back to the pool: poll.
     bounded("release on drop", async {

@@ -59,6 +59,7 @@ macro_rules! exact_tests {
         common_tests!($backend => $variant;
             scenarios::scenario_6_unordered_separate_calls_can_deadlock,
             sql::locks_are_taken_in_key_order_whatever_the_input_order,
+            errors::transaction_of_another_database_is_misuse,
             errors::server_lock_wait_timeout_while_blocking_is_lock_timeout
             $($(, $extra::$test)*)?
         );
@@ -70,18 +71,23 @@ exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
     errors::missing_bucket_row_is_not_provisioned,
     errors::mismatched_or_missing_table_is_refused,
-    errors::partial_lock_set_after_a_mysql_failure_stays_held);
+    errors::partial_lock_set_after_a_mysql_failure_stays_held,
+    errors::dropped_table_is_not_provisioned);
 exact_tests!(mysql => hierlock_tests::Backend::MySql;
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
     errors::missing_bucket_row_is_not_provisioned,
     errors::mismatched_or_missing_table_is_refused,
-    errors::partial_lock_set_after_a_mysql_failure_stays_held);
+    errors::partial_lock_set_after_a_mysql_failure_stays_held,
+    errors::dropped_table_is_not_provisioned);
 exact_tests!(postgres => hierlock_tests::Backend::Postgres;
-    errors::postgres_failure_leaves_the_transaction_usable);
+    errors::postgres_failure_leaves_the_transaction_usable,
+    errors::other_server_errors_are_database_errors);
 exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
     errors::missing_bucket_row_is_not_provisioned,
+    errors::mismatched_or_missing_table_is_refused,
+    errors::dropped_table_is_not_provisioned,
     errors::postgres_failure_leaves_the_transaction_usable);
 common_tests!(sqlite => hierlock_tests::Backend::Sqlite);

@@ -19,7 +19,10 @@ fn all_requests() -> Vec<Request> {
             }
         }
     }
-    targets.into_iter().flat_map(|t| [t.clone().read(), t.write()]).collect()
+    targets
+        .into_iter()
+        .flat_map(|t| [t.clone().read(), t.write()])
+        .collect()
 }
 
 /// The hierarchy rule, from first principles: two requests conflict iff one
@@ -41,7 +44,11 @@ fn oracle(promise: Promise, a: &Request, b: &Request) -> bool {
 
 pub async fn generated_matrix_matches_the_hierarchy_oracle(backend: Backend) {
     let fx = Fixture::new(backend, "matrix", 1000).await;
-    assert_eq!(fx.locker.is_exact(), backend.promise() == Promise::Exact, "the declared promise");
+    assert_eq!(
+        fx.locker.is_exact(),
+        backend.promise() == Promise::Exact,
+        "the declared promise"
+    );
     let requests = all_requests();
     assert_eq!(requests.len(), 28);
 
@@ -50,7 +57,14 @@ pub async fn generated_matrix_matches_the_hierarchy_oracle(backend: Backend) {
     let mut keys: Vec<_> = requests
         .iter()
         .filter(|r| r.access == Access::Write)
-        .map(|r| *fx.locker.plan([r]).expect("plan").locks().last().expect("a lock"))
+        .map(|r| {
+            *fx.locker
+                .plan([r])
+                .expect("plan")
+                .locks()
+                .last()
+                .expect("a lock")
+        })
         .map(|lock| lock.key)
         .collect();
     keys.sort();
@@ -62,7 +76,9 @@ pub async fn generated_matrix_matches_the_hierarchy_oracle(backend: Backend) {
         for b in &requests {
             let expected = oracle(backend.promise(), a, b);
             let t1 = fx.begin().await;
-            take(&fx, &t1, std::slice::from_ref(a), Wait::Block).await.expect("uncontended");
+            take(&fx, &t1, std::slice::from_ref(a), Wait::Block)
+                .await
+                .expect("uncontended");
             let t2 = fx.begin().await;
             let outcome = take(&fx, &t2, std::slice::from_ref(b), Wait::NoWait).await;
             let blocked = match outcome {
@@ -72,13 +88,20 @@ pub async fn generated_matrix_matches_the_hierarchy_oracle(backend: Backend) {
             };
             conflicts += usize::from(blocked);
             if blocked != expected {
-                mismatches.push(format!("{a} held, {b} wanted: blocked = {blocked}, oracle = {expected}"));
+                mismatches.push(format!(
+                    "{a} held, {b} wanted: blocked = {blocked}, oracle = {expected}"
+                ));
             }
             t2.rollback().await.expect("rollback");
             t1.rollback().await.expect("rollback");
         }
     }
-    assert!(mismatches.is_empty(), "{} of 784 pairs disagree:\n{}", mismatches.len(), mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} of 784 pairs disagree:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
     // Sanity: the matrix has both outcomes (for the exact promise).
     if backend.promise() == Promise::Exact {
         assert!(conflicts > 0 && conflicts < 784, "{conflicts} conflicts");
@@ -90,11 +113,35 @@ fn the_oracle_follows_the_seed_scenarios() {
     let p = Promise::Exact;
     let w = |t: Target| t.write();
     // 1) same resource; 2) siblings; 3) account vs resource below; 5) other user.
-    assert!(oracle(p, &w(Target::resource("u", "a", "r")), &w(Target::resource("u", "a", "r"))));
-    assert!(!oracle(p, &w(Target::resource("u", "a", "r1")), &w(Target::resource("u", "a", "r2"))));
-    assert!(oracle(p, &w(Target::account("u", "a")), &w(Target::resource("u", "a", "r"))));
-    assert!(!oracle(p, &w(Target::user("u1")), &w(Target::resource("u2", "a", "r"))));
+    assert!(oracle(
+        p,
+        &w(Target::resource("u", "a", "r")),
+        &w(Target::resource("u", "a", "r"))
+    ));
+    assert!(!oracle(
+        p,
+        &w(Target::resource("u", "a", "r1")),
+        &w(Target::resource("u", "a", "r2"))
+    ));
+    assert!(oracle(
+        p,
+        &w(Target::account("u", "a")),
+        &w(Target::resource("u", "a", "r"))
+    ));
+    assert!(!oracle(
+        p,
+        &w(Target::user("u1")),
+        &w(Target::resource("u2", "a", "r"))
+    ));
     // Reads share; a read of an inner node does not exclude writers below it.
-    assert!(!oracle(p, &Target::user("u").read(), &Target::user("u").read()));
-    assert!(!oracle(p, &Target::account("u", "a").read(), &w(Target::resource("u", "a", "r"))));
+    assert!(!oracle(
+        p,
+        &Target::user("u").read(),
+        &Target::user("u").read()
+    ));
+    assert!(!oracle(
+        p,
+        &Target::account("u", "a").read(),
+        &w(Target::resource("u", "a", "r"))
+    ));
 }

@@ -20,7 +20,10 @@ pub async fn scenario_1_same_resource_twice_waits(backend: Backend) {
 /// 2) Two resources of one account: shared ancestors coexist, different rows.
 pub async fn scenario_2_sibling_resources_coexist(backend: Backend) {
     let fx = Fixture::new(backend, "s2", 1000).await;
-    let (r1, r2) = (resource("u1", "a1", "r1").write(), resource("u1", "a1", "r2").write());
+    let (r1, r2) = (
+        resource("u1", "a1", "r1").write(),
+        resource("u1", "a1", "r2").write(),
+    );
     if backend == Backend::Sqlite {
         // Coarse: SQLite serialises every two lock holders.
         assert_waits(&fx, &[r1], &[r2]).await;
@@ -67,11 +70,18 @@ pub async fn scenario_5_different_users_are_independent(backend: Backend) {
 /// separate calls form a cycle, and the server kills one transaction.
 pub async fn scenario_6_unordered_separate_calls_can_deadlock(backend: Backend) {
     let fx = Fixture::new(backend, "s6", 1000).await;
-    let (r1, r2) = (resource("u1", "a1", "r1").write(), resource("u1", "a1", "r2").write());
+    let (r1, r2) = (
+        resource("u1", "a1", "r1").write(),
+        resource("u1", "a1", "r2").write(),
+    );
     let t1 = fx.begin().await;
     let t2 = fx.begin().await;
-    take(&fx, &t1, &[r1.clone()], Wait::Block).await.expect("t1 takes r1");
-    take(&fx, &t2, &[r2.clone()], Wait::Block).await.expect("t2 takes r2");
+    take(&fx, &t1, &[r1.clone()], Wait::Block)
+        .await
+        .expect("t1 takes r1");
+    take(&fx, &t2, &[r2.clone()], Wait::Block)
+        .await
+        .expect("t2 takes r2");
 
     // t1 asks for r2 and waits for t2 …
     let t1_id = fx.connection_id(&t1).await;
@@ -82,7 +92,9 @@ pub async fn scenario_6_unordered_separate_calls_can_deadlock(backend: Backend) 
     });
     fx.wait_until_blocked(t1_id).await;
     // … and t2 closes the cycle.
-    let second = bounded("t2 closing the cycle", fx.locker.acquire(&t2, [r1])).await.map(|_| ());
+    let second = bounded("t2 closing the cycle", fx.locker.acquire(&t2, [r1]))
+        .await
+        .map(|_| ());
     if second.is_ok() {
         // PostgreSQL picks the first waiter, once deadlock_timeout has passed.
         let (first, t1) = bounded("t1", first).await.expect("task");
@@ -114,7 +126,9 @@ fn assert_victim(backend: Backend, err: &hierlock::Error) {
 /// deadlock — every transaction locks them in the same global order.
 pub async fn scenario_7_many_resources_in_any_order_never_deadlock(backend: Backend) {
     let fx = Fixture::new(backend, "s7", 1000).await;
-    let resources: Vec<_> = (0..6).map(|i| resource("u1", "a1", &format!("r{i}")).write()).collect();
+    let resources: Vec<_> = (0..6)
+        .map(|i| resource("u1", "a1", &format!("r{i}")).write())
+        .collect();
     let rounds = if backend == Backend::Sqlite { 10 } else { 40 };
     let tasks: Vec<_> = (0..4)
         .map(|task| {
@@ -127,7 +141,10 @@ pub async fn scenario_7_many_resources_in_any_order_never_deadlock(backend: Back
             tokio::spawn(async move {
                 for _ in 0..rounds {
                     let txn = sea_orm::TransactionTrait::begin(&db).await.expect("begin");
-                    locker.acquire(&txn, order.clone()).await.expect("ordered acquisition never fails");
+                    locker
+                        .acquire(&txn, order.clone())
+                        .await
+                        .expect("ordered acquisition never fails");
                     tokio::task::yield_now().await;
                     txn.commit().await.expect("commit");
                 }
@@ -135,7 +152,9 @@ pub async fn scenario_7_many_resources_in_any_order_never_deadlock(backend: Back
         })
         .collect();
     for task in tasks {
-        bounded("an ordered worker", task).await.expect("no deadlock, no error");
+        bounded("an ordered worker", task)
+            .await
+            .expect("no deadlock, no error");
     }
 }
 
@@ -159,19 +178,29 @@ pub async fn locks_commit_and_roll_back_with_the_callers_writes(backend: Backend
     let fx = Fixture::new(backend, "txn", 1000).await;
     let scratch = format!("hl_scratch_{}", fx.config.table());
     fx.exec(&format!("DROP TABLE IF EXISTS {scratch}")).await;
-    fx.exec(&format!("CREATE TABLE {scratch} (id INT PRIMARY KEY, v INT NOT NULL)")).await;
+    fx.exec(&format!(
+        "CREATE TABLE {scratch} (id INT PRIMARY KEY, v INT NOT NULL)"
+    ))
+    .await;
     let target = resource("u1", "a1", "r1").write();
     let backend_db = fx.db.get_database_backend();
     let stmt = |sql: String| Statement::from_string(backend_db, sql);
 
     for commit in [false, true] {
         let t1 = fx.begin().await;
-        take(&fx, &t1, &[target.clone()], Wait::Block).await.expect("t1 locks");
-        t1.execute_raw(stmt(format!("INSERT INTO {scratch} (id, v) VALUES ({}, 1)", i32::from(commit))))
+        take(&fx, &t1, &[target.clone()], Wait::Block)
             .await
-            .expect("t1 writes under the lock");
+            .expect("t1 locks");
+        t1.execute_raw(stmt(format!(
+            "INSERT INTO {scratch} (id, v) VALUES ({}, 1)",
+            i32::from(commit)
+        )))
+        .await
+        .expect("t1 writes under the lock");
         let t2 = fx.begin().await;
-        let err = take(&fx, &t2, &[target.clone()], Wait::NoWait).await.expect_err("t1 holds the lock");
+        let err = take(&fx, &t2, &[target.clone()], Wait::NoWait)
+            .await
+            .expect_err("t1 holds the lock");
         assert_eq!(err.kind(), ErrorKind::WouldBlock);
         drop(t2);
         if commit {
@@ -180,14 +209,23 @@ pub async fn locks_commit_and_roll_back_with_the_callers_writes(backend: Backend
             t1.rollback().await.expect("rollback");
         }
         let t3 = fx.begin().await;
-        take(&fx, &t3, &[target.clone()], Wait::NoWait).await.expect("released with the transaction");
+        take(&fx, &t3, &[target.clone()], Wait::NoWait)
+            .await
+            .expect("released with the transaction");
         let row = t3
-            .query_one_raw(stmt(format!("SELECT COUNT(*) AS n FROM {scratch} WHERE id = {}", i32::from(commit))))
+            .query_one_raw(stmt(format!(
+                "SELECT COUNT(*) AS n FROM {scratch} WHERE id = {}",
+                i32::from(commit)
+            )))
             .await
             .expect("count")
             .expect("row");
         let n: i64 = row.try_get("", "n").expect("n");
-        assert_eq!(n, i64::from(commit), "the write went the same way as the lock (commit = {commit})");
+        assert_eq!(
+            n,
+            i64::from(commit),
+            "the write went the same way as the lock (commit = {commit})"
+        );
         t3.rollback().await.expect("rollback");
     }
     fx.exec(&format!("DROP TABLE {scratch}")).await;

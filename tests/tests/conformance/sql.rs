@@ -9,9 +9,14 @@ use crate::support::take;
 pub async fn statements_per_resource_write_lock(backend: Backend) {
     let fx = Fixture::new(backend, "stmts", 1000).await;
     let txn = fx.begin().await;
-    let statements = take(&fx, &txn, &[Target::resource("u1", "a1", "r1").write()], Wait::Block)
-        .await
-        .expect("lock");
+    let statements = take(
+        &fx,
+        &txn,
+        &[Target::resource("u1", "a1", "r1").write()],
+        Wait::Block,
+    )
+    .await
+    .expect("lock");
     let expected = match backend {
         // One statement per run of equal modes: shared (user, account), exclusive (resource).
         Backend::MariaDb | Backend::MySql | Backend::PostgresBuckets => 2,
@@ -20,7 +25,9 @@ pub async fn statements_per_resource_write_lock(backend: Backend) {
     };
     assert_eq!(statements, expected);
     // Ten resources of one account are still two statements on the bucket table.
-    let many: Vec<_> = (0..10).map(|i| Target::resource("u2", "a2", i).write()).collect();
+    let many: Vec<_> = (0..10)
+        .map(|i| Target::resource("u2", "a2", i).write())
+        .collect();
     let statements = take(&fx, &txn, &many, Wait::Block).await.expect("lock");
     assert_eq!(statements, expected);
 }
@@ -32,24 +39,42 @@ pub async fn multi_row_statements_lock_only_the_planned_rows(backend: Backend) {
     let fx = Fixture::new(backend, "overlock", 2).await;
     let table = fx.config.table().to_string();
     let db_backend = fx.db.get_database_backend();
-    for isolation in [IsolationLevel::RepeatableRead, IsolationLevel::ReadCommitted] {
+    for isolation in [
+        IsolationLevel::RepeatableRead,
+        IsolationLevel::ReadCommitted,
+    ] {
         for requests in [
             vec![Target::resource("u", "a", "r").read()],
-            vec![Target::resource("u", "a", "r1").write(), Target::resource("u", "a", "r2").write()],
+            vec![
+                Target::resource("u", "a", "r1").write(),
+                Target::resource("u", "a", "r2").write(),
+            ],
             vec![Target::account("u", "a").write()],
         ] {
             let plan = fx.locker.plan(&requests).expect("plan");
-            let holder = fx.db.begin_with_config(Some(isolation), None).await.expect("begin");
-            take(&fx, &holder, &requests, Wait::Block).await.expect("lock");
+            let holder = fx
+                .db
+                .begin_with_config(Some(isolation), None)
+                .await
+                .expect("begin");
+            take(&fx, &holder, &requests, Wait::Block)
+                .await
+                .expect("lock");
             for level in Level::ALL {
                 for bucket in 0..2_i64 {
-                    let planned = plan.locks().iter().any(|l| l.key.level == level && l.key.slot == bucket);
+                    let planned = plan
+                        .locks()
+                        .iter()
+                        .any(|l| l.key.level == level && l.key.slot == bucket);
                     let probe = fx.db.begin().await.expect("begin");
                     let sql = format!(
                         "SELECT bucket FROM {table} WHERE level = {} AND bucket = {bucket} FOR UPDATE NOWAIT",
                         level.as_u8()
                     );
-                    let locked = probe.query_all_raw(Statement::from_string(db_backend, sql)).await.is_err();
+                    let locked = probe
+                        .query_all_raw(Statement::from_string(db_backend, sql))
+                        .await
+                        .is_err();
                     assert_eq!(
                         locked, planned,
                         "{isolation:?}, {requests:?}: row ({level}, {bucket}) locked = {locked}, planned = {planned}"
@@ -72,24 +97,42 @@ pub async fn locks_are_taken_in_key_order_whatever_the_input_order(backend: Back
     let fx = Fixture::new(backend, "keyorder", 1000).await;
     let key = |r: &Target| {
         let request = r.clone().write();
-        fx.locker.plan([&request]).expect("plan").locks().last().expect("lock").key
+        fx.locker
+            .plan([&request])
+            .expect("plan")
+            .locks()
+            .last()
+            .expect("lock")
+            .key
     };
-    let (mut lower, mut higher) = (Target::resource("u", "a", "p"), Target::resource("u", "a", "q"));
+    let (mut lower, mut higher) = (
+        Target::resource("u", "a", "p"),
+        Target::resource("u", "a", "q"),
+    );
     assert_ne!(key(&lower), key(&higher), "two distinct keys");
     if key(&lower) > key(&higher) {
         std::mem::swap(&mut lower, &mut higher);
     }
     let holder = fx.begin().await;
-    take(&fx, &holder, &[higher.clone().write()], Wait::Block).await.expect("holder");
+    take(&fx, &holder, &[higher.clone().write()], Wait::Block)
+        .await
+        .expect("holder");
 
     let waiter_txn = fx.begin().await;
     let id = fx.connection_id(&waiter_txn).await;
     let locker = fx.locker.clone();
     let reversed = vec![higher.clone().write(), lower.clone().write()];
-    let waiter = tokio::spawn(async move { (locker.acquire(&waiter_txn, reversed).await.map(|_| ()), waiter_txn) });
+    let waiter = tokio::spawn(async move {
+        (
+            locker.acquire(&waiter_txn, reversed).await.map(|_| ()),
+            waiter_txn,
+        )
+    });
     fx.wait_until_blocked(id).await;
     let probe = fx.begin().await;
-    let err = take(&fx, &probe, &[lower.write()], Wait::NoWait).await.expect_err("lower is taken first");
+    let err = take(&fx, &probe, &[lower.write()], Wait::NoWait)
+        .await
+        .expect_err("lower is taken first");
     assert_eq!(err.kind(), ErrorKind::WouldBlock);
     drop(probe);
     holder.rollback().await.expect("rollback");

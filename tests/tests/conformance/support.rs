@@ -5,7 +5,12 @@ use hierlock_tests::{Fixture, bounded};
 use sea_orm::DatabaseTransaction;
 
 /// Acquire `requests` on `txn` and keep only the outcome.
-pub async fn take(fx: &Fixture, txn: &DatabaseTransaction, requests: &[Request], wait: Wait) -> Result<usize, Error> {
+pub async fn take(
+    fx: &Fixture,
+    txn: &DatabaseTransaction,
+    requests: &[Request],
+    wait: Wait,
+) -> Result<usize, Error> {
     fx.locker
         .acquire_with(txn, requests.iter().cloned(), wait)
         .await
@@ -20,25 +25,38 @@ pub async fn assert_waits(fx: &Fixture, held: &[Request], wanted: &[Request]) {
         .expect("the first acquisition is uncontended");
     let t2 = fx.begin().await;
     if !fx.backend.has_lock_wait_view() {
-        let err = take(fx, &t2, wanted, Wait::NoWait).await.expect_err("a conflicting lock must not be granted");
+        let err = take(fx, &t2, wanted, Wait::NoWait)
+            .await
+            .expect_err("a conflicting lock must not be granted");
         assert_eq!(err.kind(), ErrorKind::WouldBlock, "{err}");
         t1.rollback().await.expect("rollback");
-        bounded("acquisition after release", take(fx, &t2, wanted, Wait::Block))
-            .await
-            .expect("granted once released");
+        bounded(
+            "acquisition after release",
+            take(fx, &t2, wanted, Wait::Block),
+        )
+        .await
+        .expect("granted once released");
         return;
     }
     let id = fx.connection_id(&t2).await;
     let locker = fx.locker.clone();
     let wanted_owned = wanted.to_vec();
     let waiter = tokio::spawn(async move {
-        let outcome = locker.acquire(&t2, wanted_owned).await.map(|set| set.statements());
+        let outcome = locker
+            .acquire(&t2, wanted_owned)
+            .await
+            .map(|set| set.statements());
         (outcome, t2)
     });
     fx.wait_until_blocked(id).await;
-    assert!(!waiter.is_finished(), "{wanted:?} was granted while {held:?} was held");
+    assert!(
+        !waiter.is_finished(),
+        "{wanted:?} was granted while {held:?} was held"
+    );
     t1.rollback().await.expect("rollback");
-    let (outcome, t2) = bounded("the waiting acquisition", waiter).await.expect("task");
+    let (outcome, t2) = bounded("the waiting acquisition", waiter)
+        .await
+        .expect("task");
     outcome.expect("granted once released");
     t2.rollback().await.expect("rollback");
 }
