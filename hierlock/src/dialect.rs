@@ -102,7 +102,12 @@ impl Dialect {
     ///
     /// PostgreSQL locks only the rows a query returns, and rejects lock
     /// clauses inside a `UNION`: one `IN` list, locked in `ORDER BY` order.
-    pub(crate) fn bucket_lock_statement(self, table: &TableName, run: &[PlannedLock], wait: Wait) -> Statement {
+    pub(crate) fn bucket_lock_statement(
+        self,
+        table: &TableName,
+        run: &[PlannedLock],
+        wait: Wait,
+    ) -> Statement {
         let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
         let table = self.quote(table.as_str());
         let lock = format!("{}{}", self.lock_clause(mode), self.wait_clause(wait));
@@ -295,7 +300,11 @@ mod tests {
         );
         assert!(s.ends_with("FOR UPDATE WAIT 2"), "{s}");
         let shared = sql(Dialect::MariaDb, 0, Wait::Timeout(Duration::from_secs(3)));
-        assert_eq!(shared.matches("LOCK IN SHARE MODE WAIT 3").count(), 2, "{shared}");
+        assert_eq!(
+            shared.matches("LOCK IN SHARE MODE WAIT 3").count(),
+            2,
+            "{shared}"
+        );
         assert!(
             Dialect::MariaDb
                 .timeout_setup(Wait::Timeout(Duration::from_secs(1)))
