@@ -52,7 +52,8 @@
 //! - **MySQL 8+ and MariaDB**: the table is what hierlock locks.
 //! - **PostgreSQL**: hierlock uses advisory locks by default and needs the
 //!   table only with [`PostgresLocks::BucketTable`](hierlock::PostgresLocks::BucketTable).
-//!   Provisioning fills it all the same when asked; skip it otherwise.
+//!   Provisioning fills it only under that configuration; with the default
+//!   advisory locks it creates nothing and reports 0 rows.
 //! - **SQLite**: hierlock takes one database-wide write lock; there is no
 //!   bucket table. Provisioning creates only the metadata table and row
 //!   (already complete) and reports 0 rows.

@@ -1,7 +1,7 @@
 //! The resumable fill of the bucket table.
 
 use hierlock::schema::{self, Metadata};
-use hierlock::{Config, Dialect, Error, KeyScheme, Level, Result, TxnState};
+use hierlock::{Config, Dialect, Error, KeyScheme, Level, PostgresLocks, Result, TxnState};
 use sea_orm::{ConnectionTrait, DbErr, Statement};
 
 use crate::sql;
@@ -117,6 +117,20 @@ impl Provision {
             // One database-wide write lock: no buckets, only the metadata row.
             schema::ensure_sqlite(db, config).await?;
             tracing::info!(table = %table, "hierlock on SQLite needs no bucket rows; metadata ready");
+            return Ok(Report {
+                inserted: 0,
+                total_rows: 0,
+                resumed_from: 0,
+            });
+        }
+        if dialect == Dialect::Postgres && config.postgres_locks() != PostgresLocks::BucketTable {
+            // Advisory locks need no table: filling 3×10^7 rows nobody reads
+            // would only cost minutes and a gigabyte.
+            tracing::info!(
+                table = %table,
+                "hierlock on PostgreSQL uses advisory locks by default; no bucket table to provision \
+                 (configure PostgresLocks::BucketTable to use one)"
+            );
             return Ok(Report {
                 inserted: 0,
                 total_rows: 0,

@@ -421,3 +421,27 @@ async fn sqlite_gets_only_the_metadata_row() {
     let locker = Locker::connect(&db, config).await.expect("SQLite locker");
     assert!(!locker.is_exact());
 }
+
+#[tokio::test]
+async fn postgres_advisory_locks_need_no_bucket_table() {
+    let table = "hl_prov_pg_advisory";
+    let db = setup(&POSTGRES, table).await;
+    let advisory = Config::default()
+        .with_table(table)
+        .and_then(|config| config.with_bucket_space(1000))
+        .expect("config");
+    let done = Provision::new(advisory.clone())
+        .run(&db)
+        .await
+        .expect("provision");
+    assert_eq!(done, report(0, 0, 0));
+    let [tables] = query_ints::<1>(
+        &db,
+        format!("SELECT COUNT(*)::int8 FROM pg_tables WHERE tablename LIKE '{table}%'"),
+    )
+    .await;
+    assert_eq!(tables, 0, "nothing was created");
+    Locker::connect(&db, advisory)
+        .await
+        .expect("advisory locker");
+}
