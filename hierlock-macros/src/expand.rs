@@ -1,7 +1,7 @@
 //! `#[hierlocked]`: validate the arguments against the function, then insert
 //! the lock prologue before the function's own body.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{
@@ -31,7 +31,8 @@ pub(crate) fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     match Plan::new(args, &func) {
         Ok(plan) => plan.expand(func),
-        Err(err) => item_with_error(item, err),
+        // The parameters meant for the attribute would be reported unused.
+        Err(err) => item_with_error(quote!(#[allow(unused_variables)] #item), err),
     }
 }
 
@@ -157,15 +158,13 @@ impl Plan {
         let access = access_type(&krate, read);
         let error = Ident::new("__hierlock_error", Span::call_site());
         let proved = Ident::new("__hierlock_proof", Span::call_site());
-        // Errors about the return type point at the return type.
-        let fail = match &sig.output {
-            ReturnType::Type(_, ty) => {
-                quote_spanned!(ty.span()=> #krate::__private::lock_failed(#error))
-            }
-            ReturnType::Default => {
-                quote_spanned!(sig.ident.span()=> #krate::__private::lock_failed(#error))
-            }
+        // Errors about the return type point at the return type: every token
+        // of the call carries its span.
+        let output = match &sig.output {
+            ReturnType::Type(_, ty) => ty.span(),
+            ReturnType::Default => sig.ident.span(),
         };
+        let fail = respan(quote!(#krate::__private::lock_failed(#error)), output);
         let txn_ref = quote_spanned!(txn.span()=> #krate::__private::txn(&#txn));
         quote! {
             #(#outer)*
@@ -289,6 +288,23 @@ fn locker_of(sig: &Signature, locker: Option<&Expr>, krate: &Path, ctxt: &mut Ct
             TokenStream::new()
         }
     }
+}
+
+/// `tokens`, every one of them at `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let TokenTree::Group(group) = &tree {
+                let mut inner = Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                tree = TokenTree::Group(inner);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
 }
 
 fn access_type(krate: &Path, read: bool) -> TokenStream {

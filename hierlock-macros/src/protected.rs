@@ -32,10 +32,33 @@ pub(crate) fn protected(args: TokenStream, item: TokenStream) -> TokenStream {
         Ok(args) => args,
         Err(err) => return item_with_error(item, err),
     };
+    let krate = krate_of(&args);
     match Entity::new(args, &module) {
         Ok(entity) => entity.expand(module),
-        Err(err) => item_with_error(item, err),
+        Err(err) => item_with_error(with_behavior(module, &krate), err),
     }
+}
+
+/// The module as written, with the `ActiveModelBehavior` impl that SeaORM
+/// requires if it has none: so that a mistake in the attribute is reported
+/// alone, not with every error its absence would cause.
+fn with_behavior(mut module: ItemMod, krate: &Path) -> TokenStream {
+    if let Some((_, items)) = &mut module.content {
+        let has_model = items
+            .iter()
+            .any(|item| matches!(item, Item::Struct(s) if s.ident == "Model"));
+        let has_behavior = items.iter().any(|item| match item {
+            Item::Impl(imp) => is_behavior_impl(imp),
+            Item::Struct(s) => derives_behavior(&s.attrs),
+            _ => false,
+        });
+        if has_model && !has_behavior {
+            items.push(parse_quote! {
+                impl #krate::__private::sea_orm::ActiveModelBehavior for ActiveModel {}
+            });
+        }
+    }
+    module.into_token_stream()
 }
 
 /// A validated protected entity.
@@ -58,10 +81,7 @@ impl Entity {
             krate,
             mut ctxt,
         } = args;
-        let krate = krate
-            .get()
-            .cloned()
-            .unwrap_or_else(|| parse_quote!(::hierlock));
+        let krate = krate.get().cloned().unwrap_or_else(default_krate);
         let keys = [&user, &account, &resource];
         let depth = match level.get() {
             None => {
@@ -128,9 +148,12 @@ impl Entity {
         let row_ids = fields
             .iter()
             .map(|f| quote_spanned!(f.span()=> #krate::__private::id_text(&model.#f)));
-        let active_ids = fields
-            .iter()
-            .map(|f| quote_spanned!(f.span()=> #krate::__private::active_id_text(&model.#f)));
+        let active_ids = fields.iter().map(|f| {
+            // The same `id_text` call as in `row_ids`, at the same span: a
+            // field that is not an ID is reported once, not twice.
+            let text = quote_spanned!(f.span()=> #krate::__private::id_text(value));
+            quote!(#krate::__private::active_value(&model.#f).map(|value| #text))
+        });
         let message = format!(
             "`{name}` is a protected entity: write it with `{name}::Entity::insert(..)`, `update(..)` or \
              `delete(..)` and `.exec(&lock)`, the proof of a #[hierlocked] method; \
@@ -325,7 +348,7 @@ fn check_items(items: &[Item], keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
     for item in items {
         match item {
             Item::Impl(imp) if is_behavior_impl(imp) => ctxt.error_spanned(
-                &imp.self_ty,
+                behavior_header(imp),
                 "remove this `impl ActiveModelBehavior`: #[protected] implements it so that \
                  `ActiveModel::insert/update/save/delete` and `Model::delete` cannot bypass the lock\n\
                  note: protected writes do not run ActiveModelBehavior hooks; do that work in the #[hierlocked] method",
@@ -363,7 +386,7 @@ fn check_fields(model: &ItemStruct, keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
         .filter_map(|f| f.ident.as_ref())
         .collect();
     for field in keys.iter().filter_map(|k| k.get()) {
-        if !names.iter().any(|n| *n == field) {
+        if !names.contains(&field) {
             let all: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
             ctxt.error(
                 field.span(),
@@ -376,12 +399,46 @@ fn check_fields(model: &ItemStruct, keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
     }
 }
 
+/// `impl ActiveModelBehavior for ActiveModel`, for the error's span.
+fn behavior_header(imp: &ItemImpl) -> TokenStream {
+    let impl_token = imp.impl_token;
+    let self_ty = &imp.self_ty;
+    match &imp.trait_ {
+        Some((_, path, for_token)) => quote!(#impl_token #path #for_token #self_ty),
+        None => quote!(#impl_token #self_ty),
+    }
+}
+
+/// `#[derive(.., DeriveActiveModelBehavior, ..)]`.
+fn derives_behavior(attrs: &[syn::Attribute]) -> bool {
+    let mut found = false;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("derive")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            found |= meta
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "DeriveActiveModelBehavior");
+            Ok(())
+        });
+    }
+    found
+}
+
 fn is_behavior_impl(imp: &ItemImpl) -> bool {
     imp.trait_.as_ref().is_some_and(|(_, path, _)| {
         path.segments
             .last()
             .is_some_and(|s| s.ident == "ActiveModelBehavior")
     })
+}
+
+fn krate_of(args: &ProtectedArgs) -> Path {
+    args.krate.get().cloned().unwrap_or_else(default_krate)
+}
+
+fn default_krate() -> Path {
+    parse_quote!(::hierlock)
 }
 
 fn unreported() -> syn::Error {

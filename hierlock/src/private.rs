@@ -12,7 +12,7 @@ use crate::id::LockId;
 use crate::proof::{AccessMarker, LevelMarker, Locked, Prior};
 use crate::target::{Access, Request, Target};
 
-pub use crate::protect::{active_id_text, id_text};
+pub use crate::protect::{active_value, id_text};
 pub use sea_orm;
 
 /// Take the locks of a `#[hierlocked]` call and prove them.
@@ -53,8 +53,9 @@ where
         .collect()
 }
 
-/// An ID expression, checked to be a [`LockId`] where the user wrote it.
-pub fn id<T: LockId + ?Sized>(id: &T) -> &T {
+/// An ID expression, checked to be a [`LockId`] where the user wrote it
+/// (once: the result is a `LockId` whatever the input).
+pub fn id<T: LockId>(id: &T) -> &dyn LockId {
     id
 }
 
@@ -148,27 +149,34 @@ impl<E: From<Error>> FromLockError for E {
     }
 }
 
-/// The return type of a `#[hierlocked]` method: a `Result` whose error type
-/// a `hierlock::Error` converts into.
+/// The return type of a `#[hierlocked]` method: a `Result`.
 #[diagnostic::on_unimplemented(
     message = "a `#[hierlocked]` method must return `Result<_, E>`, not `{Self}`",
     label = "a failure to lock is returned as `Err(hierlock::Error.into())`",
     note = "return `Result<T, E>` where `E: From<hierlock::Error>`"
 )]
 pub trait LockResult {
-    /// `Err(error.into())`.
-    fn lock_failed(error: Error) -> Self;
+    /// The error type.
+    type Error;
+    /// `Err(error)`.
+    fn from_error(error: Self::Error) -> Self;
 }
 
-impl<T, E: FromLockError> LockResult for std::result::Result<T, E> {
-    fn lock_failed(error: Error) -> Self {
-        Err(E::from_lock_error(error))
+impl<T, E> LockResult for std::result::Result<T, E> {
+    type Error = E;
+    fn from_error(error: E) -> Self {
+        Err(error)
     }
 }
 
-/// The early return of a `#[hierlocked]` method whose locks failed.
-pub fn lock_failed<R: LockResult>(error: Error) -> R {
-    R::lock_failed(error)
+/// The early return of a `#[hierlocked]` method whose locks failed:
+/// `Err(error.into())`.
+pub fn lock_failed<R>(error: Error) -> R
+where
+    R: LockResult,
+    R::Error: FromLockError,
+{
+    R::from_error(R::Error::from_lock_error(error))
 }
 
 /// The bound of `Entity::update_many` on a protected entity: never met.

@@ -222,16 +222,6 @@ impl<'t, L: LevelMarker, A: AccessMarker> Locked<'t, L, A> {
     pub fn txn_locks(&self) -> &[PlannedLock] {
         &self.txn_locks
     }
-
-    /// The requests, as text (`write Account(u1/a1)`), for messages.
-    pub(crate) fn describe(&self) -> String {
-        let text: Vec<String> = self.requests().iter().map(ToString::to_string).collect();
-        if text.is_empty() {
-            "nothing".to_owned()
-        } else {
-            text.join(", ")
-        }
-    }
 }
 
 impl<L: LevelMarker, A: AccessMarker> fmt::Debug for Locked<'_, L, A> {

@@ -15,6 +15,10 @@ use sea_orm::{
     PrimaryKeyToColumn, PrimaryKeyTrait, QueryFilter, QuerySelect, Select, Value,
 };
 
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::acquire::LockSet;
 use crate::error::{Error, Result};
 use crate::id::LockId;
 use crate::level::Level;
@@ -81,13 +85,10 @@ pub fn id_text<T: LockId + ?Sized>(id: &T) -> String {
     id.lock_id().into_owned()
 }
 
-/// The text of an ID field of an active model, if it is set.
+/// The value of a field of an active model, if it is set (or unchanged).
 #[doc(hidden)]
-pub fn active_id_text<T>(id: &ActiveValue<T>) -> Option<String>
-where
-    T: LockId + Into<Value>,
-{
-    id.try_as_ref().map(id_text)
+pub fn active_value<T: Into<Value>>(field: &ActiveValue<T>) -> Option<&T> {
+    field.try_as_ref()
 }
 
 /// A proof that may write rows of entities at level `T`: a write-lock
@@ -98,12 +99,9 @@ where
     note = "annotate the method with `#[hierlocked(user = .., account = ..)]` and pass `&lock`; the write then runs on the proof's transaction"
 )]
 pub trait WriteProof<T: LevelMarker> {
+    /// The locks the proof holds.
     #[doc(hidden)]
-    fn covers_write(&self, target: &Target) -> bool;
-    #[doc(hidden)]
-    fn txn(&self) -> &sea_orm::DatabaseTransaction;
-    #[doc(hidden)]
-    fn held(&self) -> String;
+    fn lock_set(&self) -> &LockSet<'_>;
 }
 
 impl<T, L, A> WriteProof<T> for Locked<'_, L, A>
@@ -112,16 +110,49 @@ where
     L: Covers<T>,
     A: AccessMarker + CanWrite,
 {
-    fn covers_write(&self, target: &Target) -> bool {
-        self.covers(target, Access::Write)
+    fn lock_set(&self) -> &LockSet<'_> {
+        Locked::lock_set(self)
+    }
+}
+
+/// The future of a protected write: boxed, so that it does not carry the
+/// proof's type (a wrong proof is then reported once, at the argument).
+pub type WriteFuture<'p, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'p>>;
+
+/// What a write needs of its proof, once the proof's type has been checked
+/// (the write's future holds this, not the proof).
+#[derive(Clone, Copy)]
+struct Proof<'p> {
+    set: &'p LockSet<'p>,
+}
+
+impl<'p> Proof<'p> {
+    fn of<T: LevelMarker, P: WriteProof<T> + ?Sized>(lock: &'p P) -> Self {
+        Proof {
+            set: lock.lock_set(),
+        }
     }
 
-    fn txn(&self) -> &sea_orm::DatabaseTransaction {
-        Locked::txn(self)
+    fn covers_write(self, target: &Target) -> bool {
+        self.set.covers(target, Access::Write)
     }
 
-    fn held(&self) -> String {
-        self.describe()
+    fn txn(self) -> &'p sea_orm::DatabaseTransaction {
+        self.set.txn()
+    }
+
+    fn held(self) -> String {
+        let text: Vec<String> = self
+            .set
+            .requests()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if text.is_empty() {
+            "nothing".to_owned()
+        } else {
+            text.join(", ")
+        }
     }
 }
 
@@ -147,7 +178,8 @@ pub struct ProtectedInsert<E: EntityTrait> {
 
 impl<E: Protect> ProtectedInsert<E>
 where
-    E::Model: IntoActiveModel<E::ActiveModel>,
+    E::Model: IntoActiveModel<E::ActiveModel> + Send,
+    E::ActiveModel: Send,
 {
     /// Insert `model` (an active model, or a model) once a proof is given.
     pub fn new<M: IntoActiveModel<E::ActiveModel>>(model: M) -> Self {
@@ -167,23 +199,23 @@ where
     ///   was written.
     /// - [`Error::Misuse`]: an ID field above the row's own is not set.
     /// - [`Error::Database`]: the insert failed.
-    pub async fn exec<P>(self, lock: &P) -> Result<E::Model>
+    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
     where
         P: WriteProof<E::Level> + ?Sized,
     {
-        check_new::<E, P>(&self.model, lock)?;
-        E::insert(self.model)
-            .exec_with_returning(lock.txn())
-            .await
-            .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            check_new::<E>(&self.model, lock)?;
+            E::insert(self.model)
+                .exec_with_returning(lock.txn())
+                .await
+                .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
+        })
     }
 }
 
 /// Whether `lock` covers the row `model` would insert.
-fn check_new<E: Protect, P: WriteProof<E::Level> + ?Sized>(
-    model: &E::ActiveModel,
-    lock: &P,
-) -> Result<()> {
+fn check_new<E: Protect>(model: &E::ActiveModel, lock: Proof<'_>) -> Result<()> {
     let mut ids = E::active_ids(model);
     let own_unset = ids.len() > 1 && ids.last().is_some_and(Option::is_none);
     if own_unset {
@@ -208,7 +240,10 @@ pub struct ProtectedInsertMany<E: EntityTrait> {
     models: Vec<E::ActiveModel>,
 }
 
-impl<E: Protect> ProtectedInsertMany<E> {
+impl<E: Protect> ProtectedInsertMany<E>
+where
+    E::ActiveModel: Send,
+{
     /// Insert `models` once a proof is given.
     pub fn new<M, I>(models: I) -> Self
     where
@@ -229,20 +264,23 @@ impl<E: Protect> ProtectedInsertMany<E> {
     ///
     /// # Errors
     /// As [`ProtectedInsert::exec`], for the first row not covered.
-    pub async fn exec<P>(self, lock: &P) -> Result<u64>
+    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
     where
         P: WriteProof<E::Level> + ?Sized,
     {
-        for model in &self.models {
-            check_new::<E, P>(model, lock)?;
-        }
-        if self.models.is_empty() {
-            return Ok(0);
-        }
-        E::insert_many(self.models)
-            .exec_without_returning(lock.txn())
-            .await
-            .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            for model in &self.models {
+                check_new::<E>(model, lock)?;
+            }
+            if self.models.is_empty() {
+                return Ok(0);
+            }
+            E::insert_many(self.models)
+                .exec_without_returning(lock.txn())
+                .await
+                .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
+        })
     }
 }
 
@@ -255,7 +293,8 @@ pub struct ProtectedUpdate<E: EntityTrait> {
 
 impl<E: Protect> ProtectedUpdate<E>
 where
-    E::Model: IntoActiveModel<E::ActiveModel>,
+    E::Model: IntoActiveModel<E::ActiveModel> + Send,
+    E::ActiveModel: Send,
 {
     /// Update the row with the primary key of `model` once a proof is given.
     pub fn new<M: IntoActiveModel<E::ActiveModel>>(model: M) -> Self {
@@ -276,40 +315,43 @@ where
     /// - [`Error::Misuse`]: the primary key is not set.
     /// - [`Error::Database`]: no row has this primary key
     ///   ([`DbErr::RecordNotUpdated`]), or the update failed.
-    pub async fn exec<P>(self, lock: &P) -> Result<E::Model>
+    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
     where
         P: WriteProof<E::Level> + ?Sized,
     {
-        let doing = || format!("updating `{}`", table::<E>());
-        let select = by_primary_key::<E>(&self.model, "update")?;
-        let Some(old) = load_for_write(select, lock.txn(), "update").await? else {
-            return Err(Error::database(doing(), DbErr::RecordNotUpdated));
-        };
-        let old_target = row_target::<E>(&old)?;
-        if !lock.covers_write(&old_target) {
-            return Err(not_covered(
-                "update",
-                describe_row::<E>(&old_target),
-                lock.held(),
-            ));
-        }
-        let ids = E::active_ids(&self.model)
-            .into_iter()
-            .zip(old_target.path())
-            .map(|(new, old)| Some(new.unwrap_or_else(|| old.clone())))
-            .collect();
-        let new_target = target_of::<E>(ids, "update")?;
-        if !lock.covers_write(&new_target) {
-            return Err(not_covered(
-                "update",
-                describe_row::<E>(&new_target),
-                lock.held(),
-            ));
-        }
-        E::update(self.model)
-            .exec(lock.txn())
-            .await
-            .map_err(|e| Error::database(doing(), e))
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            let doing = || format!("updating `{}`", table::<E>());
+            let select = by_primary_key::<E>(&self.model, "update")?;
+            let Some(old) = load_for_write(select, lock.txn(), "update").await? else {
+                return Err(Error::database(doing(), DbErr::RecordNotUpdated));
+            };
+            let old_target = row_target::<E>(&old)?;
+            if !lock.covers_write(&old_target) {
+                return Err(not_covered(
+                    "update",
+                    describe_row::<E>(&old_target),
+                    lock.held(),
+                ));
+            }
+            let ids = E::active_ids(&self.model)
+                .into_iter()
+                .zip(old_target.path())
+                .map(|(new, old)| Some(new.unwrap_or_else(|| old.clone())))
+                .collect();
+            let new_target = target_of::<E>(ids, "update")?;
+            if !lock.covers_write(&new_target) {
+                return Err(not_covered(
+                    "update",
+                    describe_row::<E>(&new_target),
+                    lock.held(),
+                ));
+            }
+            E::update(self.model)
+                .exec(lock.txn())
+                .await
+                .map_err(|e| Error::database(doing(), e))
+        })
     }
 }
 
@@ -323,7 +365,8 @@ pub struct ProtectedDelete<E: EntityTrait> {
 
 impl<E: Protect> ProtectedDelete<E>
 where
-    E::Model: IntoActiveModel<E::ActiveModel>,
+    E::Model: IntoActiveModel<E::ActiveModel> + Send,
+    E::ActiveModel: Send,
 {
     /// Delete the row with the primary key of `model` once a proof is given.
     pub fn new<M: IntoActiveModel<E::ActiveModel>>(model: M) -> Self {
@@ -352,26 +395,29 @@ where
     ///   nothing was deleted.
     /// - [`Error::Misuse`]: the primary key is not set.
     /// - [`Error::Database`]: the delete failed.
-    pub async fn exec<P>(self, lock: &P) -> Result<u64>
+    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
     where
         P: WriteProof<E::Level> + ?Sized,
     {
-        let Some(old) = load_for_write(self.row?, lock.txn(), "delete").await? else {
-            return Ok(0);
-        };
-        let target = row_target::<E>(&old)?;
-        if !lock.covers_write(&target) {
-            return Err(not_covered(
-                "delete",
-                describe_row::<E>(&target),
-                lock.held(),
-            ));
-        }
-        E::delete(old.into_active_model())
-            .exec(lock.txn())
-            .await
-            .map(|done| done.rows_affected)
-            .map_err(|e| Error::database(format!("deleting from `{}`", table::<E>()), e))
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            let Some(old) = load_for_write(self.row?, lock.txn(), "delete").await? else {
+                return Ok(0);
+            };
+            let target = row_target::<E>(&old)?;
+            if !lock.covers_write(&target) {
+                return Err(not_covered(
+                    "delete",
+                    describe_row::<E>(&target),
+                    lock.held(),
+                ));
+            }
+            E::delete(old.into_active_model())
+                .exec(lock.txn())
+                .await
+                .map(|done| done.rows_affected)
+                .map_err(|e| Error::database(format!("deleting from `{}`", table::<E>()), e))
+        })
     }
 }
 

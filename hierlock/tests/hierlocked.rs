@@ -10,7 +10,7 @@
 //! `information_schema.INNODB_TRX`, and every wait has a timeout.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hierlock::proof::{AccountLevel, ResourceLevel};
@@ -401,17 +401,15 @@ struct Fixture {
     db: DatabaseConnection,
     repo: Arc<Repo>,
     prefix: String,
-    _serial: MutexGuard<'static, ()>,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
 }
 
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 impl Fixture {
     /// Connect, provision, create the entity tables, delete this test's rows.
     async fn new(test: &str) -> Fixture {
-        let serial = SERIAL
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let serial = SERIAL.lock().await;
         let url = std::env::var("HIERLOCK_MARIADB_URL")
             .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
         let db = Database::connect(&url).await.unwrap_or_else(|e| {

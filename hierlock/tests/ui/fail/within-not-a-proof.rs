@@ -1,0 +1,9 @@
+use hierlock::sea_orm::DatabaseTransaction;
+use hierlock::{Locker, hierlocked};
+
+#[hierlocked(user = user, within = txn, locker = locker)]
+async fn touch(locker: &Locker, txn: &DatabaseTransaction, user: i64) -> hierlock::Result<()> {
+    Ok(())
+}
+
+fn main() {}
