@@ -2,9 +2,10 @@
 //! typed structs. Unknown and duplicate keys are reported at the key, and
 //! parsing goes on after them so that every mistake is reported at once.
 //!
-//! Keys are matched against one list per attribute (rather than one
-//! `custom_keyword!` each) so that the list in the "valid arguments" message
-//! is the list that is matched.
+//! Keys are matched by name against one list per attribute (rather than one
+//! `custom_keyword!` each, which would be a second list to keep in step):
+//! the "valid arguments" message prints that list, and a unit test checks
+//! that every key in it is accepted.
 
 use proc_macro2::Span;
 use syn::ext::IdentExt;
@@ -257,5 +258,24 @@ mod tests {
         assert!(messages[0].contains("did you mean `account`?"));
         assert!(messages[1].contains("duplicate `user`"));
         assert!(messages[2].contains("valid arguments are: `user`"));
+    }
+
+    #[test]
+    fn every_listed_key_is_accepted() {
+        for key in HIERLOCKED_KEYS {
+            let key: proc_macro2::TokenStream = key.parse().expect("a key");
+            let value = match key.to_string().as_str() {
+                "crate" => quote::quote!(::x),
+                "read" | "nowait" => quote::quote!(true),
+                _ => quote::quote!(x),
+            };
+            let args = parse_hierlocked(quote::quote!(#key = #value));
+            assert!(args.ctxt.check().is_ok(), "{key}");
+        }
+        for key in PROTECTED_KEYS {
+            let key: proc_macro2::TokenStream = key.parse().expect("a key");
+            let args: ProtectedArgs = syn::parse2(quote::quote!(#key = x)).expect("parses");
+            assert!(args.ctxt.check().is_ok(), "{key}");
+        }
     }
 }

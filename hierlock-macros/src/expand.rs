@@ -458,7 +458,7 @@ mod tests {
                 fn f(txn: &DatabaseTransaction) {}
             ),
         );
-        assert!(out.starts_with("fn f"), "{out}");
+        assert!(out.contains("fn f (txn"), "{out}");
         assert!(out.contains("needs an `async fn`"), "{out}");
         assert!(out.contains("unknown argument `colour`"), "{out}");
         assert!(out.contains("has no `self`"), "{out}");

@@ -323,12 +323,12 @@ fn check_order(held: &[PlannedLock], new: &[PlannedLock], requests: &[Request]) 
         let upgrade = held.iter().any(|h| h.key == lock.key);
         let why = if upgrade {
             format!(
-                "it would upgrade {} from shared to exclusive",
+                "it would upgrade the {} from shared to exclusive",
                 describe_key(lock.key)
             )
         } else {
             format!(
-                "it needs {} {}, which comes before {} already held",
+                "it needs the {} {}, which comes before the {} already held",
                 mode_name(lock.mode),
                 describe_key(lock.key),
                 describe_key(max)
