@@ -10,13 +10,13 @@
 //! is covered. Reads (`find`, `find_by_id`, relations, loaders) are SeaORM's
 //! own, unchanged.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use sea_orm::{
     ActiveModelTrait, ActiveValue, ColumnTrait, DbErr, EntityTrait, IntoActiveModel, Iterable,
     PrimaryKeyToColumn, PrimaryKeyTrait, QueryFilter, QuerySelect, Select, Value,
 };
-
-use std::future::Future;
-use std::pin::Pin;
 
 use crate::acquire::LockSet;
 use crate::error::{Error, Result};
