@@ -83,13 +83,6 @@ impl Dialect {
         }
     }
 
-    fn placeholder(self, n: usize) -> String {
-        match self {
-            Dialect::Postgres => format!("${n}"),
-            _ => "?".to_owned(),
-        }
-    }
-
     /// One statement locking every row of `run` (all of one mode) in key order.
     ///
     /// MySQL family: a `UNION ALL` of point lookups, each with its own lock
