@@ -216,8 +216,10 @@ impl Bank {
         Ok(())
     }
 
-    /// The total of an account, under a read lock (writers of the account
-    /// wait; other readers do not).
+    /// The total of an account, under a read lock: writers of the account
+    /// row wait, other readers do not. Writers of its resources are not
+    /// excluded by a read lock on the account (see the README's FAQ); lock
+    /// the account for writing to freeze them.
     #[hierlocked(user = user_id, account = account_id, read)]
     async fn total(
         &self,
