@@ -207,7 +207,7 @@ static INNODB_TRX_LAST_READ: tokio::sync::Mutex<Option<Instant>> =
 /// Wait for this process's turn to read INNODB_TRX: at least 110 ms after
 /// the previous read, so that the server refreshes its cache for this one.
 async fn innodb_trx_turn() -> InnoDbTrxTurn {
-    let mut last = INNODB_TRX_LAST_READ.lock().await;
+    let last = INNODB_TRX_LAST_READ.lock().await;
     if let Some(at) = *last {
         let since = at.elapsed();
         if since < INNODB_TRX_SPACING {

@@ -71,7 +71,9 @@ pub async fn nowait_conflict_is_would_block(backend: Backend) {
     let fx = Fixture::new(backend, "nowait", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
     let t1 = fx.begin().await;
-    take(&fx, &t1, &[r.clone()], Wait::Block).await.expect("t1");
+    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
+        .await
+        .expect("t1");
     let t2 = fx.begin().await;
     let err = bounded("no-wait", take(&fx, &t2, &[r], Wait::NoWait))
         .await
@@ -92,13 +94,15 @@ pub async fn timeout_conflict_is_lock_timeout_and_restores_the_setting(backend: 
     let fx = Fixture::new(backend, "timeout", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
     let t1 = fx.begin().await;
-    take(&fx, &t1, &[r.clone()], Wait::Block).await.expect("t1");
+    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
+        .await
+        .expect("t1");
     let t2 = fx.begin().await;
     let before = wait_setting(backend, &t2).await;
     let timeout = Duration::from_millis(300);
     let err = bounded(
         "timeout",
-        take(&fx, &t2, &[r.clone()], Wait::Timeout(timeout)),
+        take(&fx, &t2, std::slice::from_ref(&r), Wait::Timeout(timeout)),
     )
     .await
     .expect_err("conflict");
@@ -136,7 +140,9 @@ pub async fn server_lock_wait_timeout_while_blocking_is_lock_timeout(backend: Ba
     let fx = Fixture::new(backend, "servertimeout", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
     let t1 = fx.begin().await;
-    take(&fx, &t1, &[r.clone()], Wait::Block).await.expect("t1");
+    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
+        .await
+        .expect("t1");
     let t2 = fx.begin().await;
     let set = match t2.get_database_backend() {
         DbBackend::MySql => "SET SESSION innodb_lock_wait_timeout = 1",
@@ -174,7 +180,9 @@ pub async fn partial_lock_set_after_a_mysql_failure_stays_held(backend: Backend)
     let fx = Fixture::new(backend, "partial", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
     let t1 = fx.begin().await;
-    take(&fx, &t1, &[r.clone()], Wait::Block).await.expect("t1");
+    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
+        .await
+        .expect("t1");
     let t2 = fx.begin().await;
     let err = take(&fx, &t2, &[r], Wait::NoWait)
         .await
@@ -184,7 +192,7 @@ pub async fn partial_lock_set_after_a_mysql_failure_stays_held(backend: Backend)
     // t2 still holds its shared account lock, so the account cannot be written …
     let account = Target::account("u1", "a1").write();
     let t3 = fx.begin().await;
-    let held = take(&fx, &t3, &[account.clone()], Wait::NoWait)
+    let held = take(&fx, &t3, std::slice::from_ref(&account), Wait::NoWait)
         .await
         .expect_err("t2's partial locks");
     assert_eq!(held.kind(), ErrorKind::WouldBlock);
@@ -203,7 +211,9 @@ pub async fn postgres_failure_leaves_the_transaction_usable(backend: Backend) {
     let fx = Fixture::new(backend, "pgusable", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
     let t1 = fx.begin().await;
-    take(&fx, &t1, &[r.clone()], Wait::Block).await.expect("t1");
+    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
+        .await
+        .expect("t1");
     let t2 = fx.begin().await;
     take(&fx, &t2, &[Target::user("u8").write()], Wait::Block)
         .await

@@ -17,7 +17,7 @@ pub async fn handle_holds_until_release(backend: Backend) {
         .expect("handle");
     assert_eq!(handle.requests(), std::slice::from_ref(&r));
     let txn = fx.begin().await;
-    let err = take(&fx, &txn, &[r.clone()], Wait::NoWait)
+    let err = take(&fx, &txn, std::slice::from_ref(&r), Wait::NoWait)
         .await
         .expect_err("held by the handle");
     assert_eq!(err.kind(), ErrorKind::WouldBlock);
@@ -40,7 +40,10 @@ pub async fn handle_releases_on_drop(backend: Backend) {
     bounded("release on drop", async {
         loop {
             let txn = fx.begin().await;
-            if take(&fx, &txn, &[r.clone()], Wait::NoWait).await.is_ok() {
+            if take(&fx, &txn, std::slice::from_ref(&r), Wait::NoWait)
+                .await
+                .is_ok()
+            {
                 break;
             }
             drop(txn);

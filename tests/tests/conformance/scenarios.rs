@@ -10,14 +10,14 @@ fn resource(u: &str, a: &str, r: &str) -> Target {
     Target::resource(u, a, r)
 }
 
-/// 1) T2 waits for the same Resource until T1 releases it.
+/// Scenario 1: T2 waits for the same Resource until T1 releases it.
 pub async fn scenario_1_same_resource_twice_waits(backend: Backend) {
     let fx = Fixture::new(backend, "s1", 1000).await;
     let r = resource("u1", "a1", "r1").write();
-    assert_waits(&fx, &[r.clone()], &[r]).await;
+    assert_waits(&fx, std::slice::from_ref(&r), std::slice::from_ref(&r)).await;
 }
 
-/// 2) Two resources of one account: shared ancestors coexist, different rows.
+/// Scenario 2: Two resources of one account: shared ancestors coexist, different rows.
 pub async fn scenario_2_sibling_resources_coexist(backend: Backend) {
     let fx = Fixture::new(backend, "s2", 1000).await;
     let (r1, r2) = (
@@ -32,24 +32,34 @@ pub async fn scenario_2_sibling_resources_coexist(backend: Backend) {
     }
 }
 
-/// 3) An account lock and a resource below it wait for each other, both ways.
+/// Scenario 3: An account lock and a resource below it wait for each other, both ways.
 pub async fn scenario_3_account_lock_and_resource_below_conflict(backend: Backend) {
     let fx = Fixture::new(backend, "s3", 1000).await;
     let account = Target::account("u1", "a1").write();
     let below = resource("u1", "a1", "r1").write();
-    assert_waits(&fx, &[account.clone()], &[below.clone()]).await;
+    assert_waits(
+        &fx,
+        std::slice::from_ref(&account),
+        std::slice::from_ref(&below),
+    )
+    .await;
     assert_waits(&fx, &[below], &[account]).await;
 }
 
-/// 4) A user lock blocks accounts and resources below it.
+/// Scenario 4: A user lock blocks accounts and resources below it.
 pub async fn scenario_4_user_lock_blocks_accounts_and_resources_below(backend: Backend) {
     let fx = Fixture::new(backend, "s4", 1000).await;
     let user = Target::user("u1").write();
-    assert_waits(&fx, &[user.clone()], &[Target::account("u1", "a1").write()]).await;
+    assert_waits(
+        &fx,
+        std::slice::from_ref(&user),
+        &[Target::account("u1", "a1").write()],
+    )
+    .await;
     assert_waits(&fx, &[user], &[resource("u1", "a1", "r1").write()]).await;
 }
 
-/// 5) Different users are independent, at every level.
+/// Scenario 5: Different users are independent, at every level.
 pub async fn scenario_5_different_users_are_independent(backend: Backend) {
     let fx = Fixture::new(backend, "s5", 1000).await;
     let u1 = Target::user("u1").write();
@@ -59,14 +69,14 @@ pub async fn scenario_5_different_users_are_independent(backend: Backend) {
         resource("u2", "a1", "r1").write(),
     ] {
         if backend == Backend::Sqlite {
-            assert_waits(&fx, &[u1.clone()], &[other]).await;
+            assert_waits(&fx, std::slice::from_ref(&u1), &[other]).await;
         } else {
-            assert_coexists(&fx, &[u1.clone()], &[other]).await;
+            assert_coexists(&fx, std::slice::from_ref(&u1), &[other]).await;
         }
     }
 }
 
-/// 6) The control experiment: two resources taken in opposite orders by
+/// Scenario 6: The control experiment: two resources taken in opposite orders by
 /// separate calls form a cycle, and the server kills one transaction.
 pub async fn scenario_6_unordered_separate_calls_can_deadlock(backend: Backend) {
     let fx = Fixture::new(backend, "s6", 1000).await;
@@ -76,10 +86,10 @@ pub async fn scenario_6_unordered_separate_calls_can_deadlock(backend: Backend) 
     );
     let t1 = fx.begin().await;
     let t2 = fx.begin().await;
-    take(&fx, &t1, &[r1.clone()], Wait::Block)
+    take(&fx, &t1, std::slice::from_ref(&r1), Wait::Block)
         .await
         .expect("t1 takes r1");
-    take(&fx, &t2, &[r2.clone()], Wait::Block)
+    take(&fx, &t2, std::slice::from_ref(&r2), Wait::Block)
         .await
         .expect("t2 takes r2");
 
@@ -122,7 +132,7 @@ fn assert_victim(backend: Backend, err: &hierlock::Error) {
     assert_eq!(err.txn_state(), expected);
 }
 
-/// 7) The remedy: many resources in one call, in any input order, never
+/// Scenario 7: The remedy: many resources in one call, in any input order, never
 /// deadlock — every transaction locks them in the same global order.
 pub async fn scenario_7_many_resources_in_any_order_never_deadlock(backend: Backend) {
     let fx = Fixture::new(backend, "s7", 1000).await;
@@ -163,11 +173,26 @@ pub async fn readers_share_and_writers_wait_for_readers(backend: Backend) {
     let fx = Fixture::new(backend, "reads", 1000).await;
     let read = resource("u1", "a1", "r1").read();
     if backend == Backend::Sqlite {
-        assert_waits(&fx, &[read.clone()], &[read.clone()]).await;
+        assert_waits(
+            &fx,
+            std::slice::from_ref(&read),
+            std::slice::from_ref(&read),
+        )
+        .await;
     } else {
-        assert_coexists(&fx, &[read.clone()], &[read.clone()]).await;
+        assert_coexists(
+            &fx,
+            std::slice::from_ref(&read),
+            std::slice::from_ref(&read),
+        )
+        .await;
     }
-    assert_waits(&fx, &[read.clone()], &[resource("u1", "a1", "r1").write()]).await;
+    assert_waits(
+        &fx,
+        std::slice::from_ref(&read),
+        &[resource("u1", "a1", "r1").write()],
+    )
+    .await;
     assert_waits(&fx, &[Target::account("u1", "a1").write()], &[read]).await;
 }
 
@@ -188,7 +213,7 @@ pub async fn locks_commit_and_roll_back_with_the_callers_writes(backend: Backend
 
     for commit in [false, true] {
         let t1 = fx.begin().await;
-        take(&fx, &t1, &[target.clone()], Wait::Block)
+        take(&fx, &t1, std::slice::from_ref(&target), Wait::Block)
             .await
             .expect("t1 locks");
         t1.execute_raw(stmt(format!(
@@ -198,7 +223,7 @@ pub async fn locks_commit_and_roll_back_with_the_callers_writes(backend: Backend
         .await
         .expect("t1 writes under the lock");
         let t2 = fx.begin().await;
-        let err = take(&fx, &t2, &[target.clone()], Wait::NoWait)
+        let err = take(&fx, &t2, std::slice::from_ref(&target), Wait::NoWait)
             .await
             .expect_err("t1 holds the lock");
         assert_eq!(err.kind(), ErrorKind::WouldBlock);
@@ -209,7 +234,7 @@ pub async fn locks_commit_and_roll_back_with_the_callers_writes(backend: Backend
             t1.rollback().await.expect("rollback");
         }
         let t3 = fx.begin().await;
-        take(&fx, &t3, &[target.clone()], Wait::NoWait)
+        take(&fx, &t3, std::slice::from_ref(&target), Wait::NoWait)
             .await
             .expect("released with the transaction");
         let row = t3
