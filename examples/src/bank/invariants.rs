@@ -96,5 +96,26 @@ pub async fn check(
         ),
     };
 
-    Ok(vec![conserved, no_overdraft, stock, once])
+    // A request that fails for good is a failure the customer sees, even
+    // when no money is lost (SQLite refuses writers instead of losing updates).
+    let declined: u64 = tally.declined.values().sum();
+    let answered = Check {
+        name: "every request answered",
+        held: tally.failed == 0,
+        detail: if tally.failed == 0 {
+            format!(
+                "{} committed + {declined} declined of {}",
+                tally.committed, tally.transactions
+            )
+        } else {
+            format!(
+                "{} of {} transactions failed after {} attempts",
+                tally.failed,
+                tally.transactions,
+                super::ops::MAX_ATTEMPTS
+            )
+        },
+    };
+
+    Ok(vec![conserved, no_overdraft, stock, once, answered])
 }

@@ -379,6 +379,13 @@ impl fmt::Display for Report {
                 f,
                 "=> all invariants held this time, by luck: try more --ops or fewer --users"
             ),
+            (n, None) if self.dialect == Dialect::Sqlite => write!(
+                f,
+                "=> INVARIANT BROKEN ({n} of {}): SQLite lets one writer in at a time and fails \
+                 the others with `database is locked`, so requests fail instead of losing \
+                 updates; on PostgreSQL or MariaDB (DATABASE_URL) the same code loses updates",
+                self.checks.len()
+            ),
             (n, None) => write!(
                 f,
                 "=> INVARIANT BROKEN ({n} of {}): the same code loses updates without locks; \
