@@ -2,6 +2,8 @@
 
 use sea_orm::{DbErr, RuntimeErr};
 
+use crate::error::ErrorKind;
+
 /// A lock failure reported by the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Conflict {
@@ -72,6 +74,32 @@ pub(crate) fn classify(err: &DbErr) -> Option<Conflict> {
         return classify_code(ServerCode::Sqlite(db.code()?.as_ref()));
     }
     None
+}
+
+/// What a server error on *any* statement of a transaction means for a retry
+/// loop: the kind of lock conflict it reports, if it is one.
+///
+/// hierlock classifies its own lock statements; use this for the caller's
+/// statements after the locks (a write that met a lock of a non-hierlock
+/// transaction, a deadlock with code that takes other row locks). A server
+/// busy error is [`ErrorKind::LockTimeout`] (MariaDB reports no-wait failures
+/// with the same code), MySQL's no-wait error [`ErrorKind::WouldBlock`].
+/// Other errors, PostgreSQL's serialization failure (40001) included, are
+/// `None`.
+///
+/// ```
+/// use hierlock::{ErrorKind, conflict_kind};
+/// use hierlock::sea_orm::DbErr;
+///
+/// let err = DbErr::Custom("not from a server".into());
+/// assert_eq!(conflict_kind(&err), None);
+/// ```
+pub fn conflict_kind(err: &DbErr) -> Option<ErrorKind> {
+    classify(err).map(|conflict| match conflict {
+        Conflict::Busy => ErrorKind::LockTimeout,
+        Conflict::NoWait => ErrorKind::WouldBlock,
+        Conflict::Deadlock => ErrorKind::Deadlock,
+    })
 }
 
 /// Whether `err` says a table does not exist.

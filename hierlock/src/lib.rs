@@ -20,6 +20,7 @@ pub mod schema;
 mod target;
 
 pub use acquire::{LockSet, Locker};
+pub use classify::conflict_kind;
 pub use config::{
     Config, DEFAULT_TABLE, MAX_BUCKET_SPACE, MAX_TABLE_NAME_LEN, MAX_TIMEOUT, PostgresLocks,
     TableName, Wait,

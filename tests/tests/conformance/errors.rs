@@ -109,6 +109,14 @@ pub async fn timeout_conflict_is_lock_timeout_and_restores_the_setting(backend: 
     assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
     assert!(err.is_retryable());
     assert!(matches!(err, hierlock::Error::LockTimeout { waited: Some(d), .. } if d == timeout));
+    if let Some(server_error) =
+        std::error::Error::source(&err).and_then(|e| e.downcast_ref::<sea_orm::DbErr>())
+    {
+        assert_eq!(
+            hierlock::conflict_kind(server_error),
+            Some(ErrorKind::LockTimeout)
+        );
+    }
     assert_eq!(
         wait_setting(backend, &t2).await,
         before,

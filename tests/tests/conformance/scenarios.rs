@@ -124,6 +124,13 @@ pub async fn scenario_6_unordered_separate_calls_can_deadlock(backend: Backend) 
 
 fn assert_victim(backend: Backend, err: &hierlock::Error) {
     assert_eq!(err.kind(), ErrorKind::Deadlock, "{err}");
+    let server_error = std::error::Error::source(err)
+        .and_then(|e| e.downcast_ref::<sea_orm::DbErr>())
+        .expect("the server's error is the source");
+    assert_eq!(
+        hierlock::conflict_kind(server_error),
+        Some(ErrorKind::Deadlock)
+    );
     assert!(err.is_retryable());
     let expected = match backend {
         Backend::MariaDb | Backend::MySql => TxnState::RolledBack,
