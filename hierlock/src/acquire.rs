@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbErr, QueryResult, Statement};
+use tracing::Instrument;
 
 use crate::classify::{Conflict, classify, is_missing_table};
 use crate::config::{Config, PostgresLocks, Wait};
@@ -193,7 +194,6 @@ impl Locker {
             return Ok(held);
         }
         let span = tracing::debug_span!("hierlock.acquire", locks = held.plan.locks().len(), ?wait);
-        let _enter = span.enter();
         let mut run = Run {
             conn,
             dialect: self.inner.dialect,
@@ -204,14 +204,20 @@ impl Locker {
         // PostgreSQL aborts the whole transaction on a failed statement: run
         // attempts that are expected to fail inside a savepoint.
         let isolate = self.inner.dialect == Dialect::Postgres && wait != Wait::Block;
-        if isolate {
-            run.exec(run.savepoint_statement("SAVEPOINT"), "opening a savepoint")
-                .await?;
+        let outcome = async {
+            if isolate {
+                run.exec(run.savepoint_statement("SAVEPOINT"), "opening a savepoint")
+                    .await?;
+            }
+            let outcome = self.take(&mut run, &held.plan).await;
+            if isolate {
+                run.close_savepoint(outcome).await
+            } else {
+                outcome
+            }
         }
-        let mut outcome = self.take(&mut run, &held.plan).await;
-        if isolate {
-            outcome = run.close_savepoint(outcome).await;
-        }
+        .instrument(span)
+        .await;
         held.statements = run.statements;
         outcome.map(|()| held)
     }

@@ -110,8 +110,11 @@ pub enum Error {
         held: String,
     },
 
-    /// A lock was requested on a transaction other than the one a proof
-    /// belongs to, or the same call would need a lock out of the global order.
+    /// The call cannot be carried out as asked: a transaction of another
+    /// database than the locker's, a proof of another transaction, a lock
+    /// out of the global order (`within`), or more than
+    /// [`MAX_LOCKS_PER_CALL`](crate::MAX_LOCKS_PER_CALL) locks in one call.
+    /// Nothing was sent to the server.
     #[error("{0}")]
     Misuse(String),
 

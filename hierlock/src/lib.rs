@@ -31,7 +31,7 @@ pub use handle::LockHandle;
 pub use id::LockId;
 pub use key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory_key};
 pub use level::Level;
-pub use plan::{Keyspace, LockKey, LockMode, LockPlan, PlannedLock};
+pub use plan::{Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock};
 pub use target::{Access, Request, Target};
 
 pub use hierlock_macros::{hierlocked, protected};

@@ -12,6 +12,13 @@ use crate::key::{KeyScheme, advisory_key};
 use crate::level::Level;
 use crate::target::{Access, Request};
 
+/// The most locks (distinct keys, ancestors included) one acquisition takes.
+///
+/// Bounded by the servers' 65,535 bind parameters per statement (two per row
+/// on the bucket table); past a few thousand, locking a common ancestor is
+/// cheaper anyway.
+pub const MAX_LOCKS_PER_CALL: usize = 30_000;
+
 /// A row (or advisory key) lock mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LockMode {
@@ -80,7 +87,8 @@ impl LockPlan {
     /// mode per key, and sort by key.
     ///
     /// # Errors
-    /// [`Error::EmptyId`] if any target has an empty ID.
+    /// [`Error::EmptyId`] if any target has an empty ID; [`Error::Misuse`] if
+    /// the plan needs more than [`MAX_LOCKS_PER_CALL`] locks.
     pub fn new<'r>(
         requests: impl IntoIterator<Item = &'r Request>,
         keyspace: Keyspace,
@@ -103,6 +111,13 @@ impl LockPlan {
                 let slot = modes.entry(keyspace.key_of(level, ids)).or_insert(mode);
                 *slot = (*slot).max(mode);
             }
+        }
+        if modes.len() > MAX_LOCKS_PER_CALL {
+            return Err(Error::Misuse(format!(
+                "one acquisition can take at most {MAX_LOCKS_PER_CALL} locks, and this one needs {}: \
+                 lock a common ancestor (the account or the user) instead",
+                modes.len()
+            )));
         }
         let locks = modes
             .into_iter()
@@ -138,6 +153,9 @@ mod tests {
         scheme: KeyScheme::SeedFnv1a32,
         space: 10_000_000,
     };
+
+    // Advisory keys: no bucket collisions among many IDs.
+    const ADVISORY: Keyspace = Keyspace::Advisory { namespace: 1 };
 
     fn modes(plan: &LockPlan) -> Vec<(Level, LockMode)> {
         plan.locks().iter().map(|l| (l.key.level, l.mode)).collect()
@@ -219,6 +237,22 @@ mod tests {
         let err = LockPlan::new(&[Target::account("u1", "").write()], SEED).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::EmptyId);
         assert_eq!(err.to_string(), "empty account id in Account(u1/)");
+    }
+
+    #[test]
+    fn one_acquisition_takes_at_most_max_locks_per_call() {
+        // User and account, plus resources: exactly at the limit, then one over.
+        let at_limit: Vec<Request> = (0..MAX_LOCKS_PER_CALL - 2)
+            .map(|i| Target::resource("u", "a", i).write())
+            .collect();
+        let plan = LockPlan::new(&at_limit, ADVISORY).unwrap();
+        assert_eq!(plan.locks().len(), MAX_LOCKS_PER_CALL);
+        let over: Vec<Request> = (0..MAX_LOCKS_PER_CALL - 1)
+            .map(|i| Target::resource("u", "a", i).write())
+            .collect();
+        let err = LockPlan::new(&over, ADVISORY).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Misuse);
+        assert!(err.to_string().contains("30001"), "{err}");
     }
 
     #[test]
