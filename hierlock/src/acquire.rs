@@ -237,13 +237,16 @@ impl Locker {
         run.restore_wait(restore, outcome).await
     }
 
-    /// One statement per run of equal modes, in key order.
+    /// One statement per run of equal modes (split past the dialect's
+    /// [`max_rows_per_statement`](Dialect::max_rows_per_statement)), in key order.
     async fn take_bucket_rows(
         &self,
         run: &mut Run<'_, impl ConnectionTrait>,
         plan: &LockPlan,
     ) -> Result<()> {
-        for (i, locks) in plan.runs().enumerate() {
+        let chunk = run.dialect.max_rows_per_statement();
+        let statements = plan.runs().flat_map(|locks| locks.chunks(chunk));
+        for (i, locks) in statements.enumerate() {
             let stmt =
                 run.dialect
                     .bucket_lock_statement(self.inner.config.table(), locks, run.wait);
@@ -295,17 +298,25 @@ impl Locker {
     }
 }
 
-/// The whole plan in one statement; with no-wait, try-locks that report.
+/// The whole plan in one statement (split past
+/// [`max_rows_per_statement`](Dialect::max_rows_per_statement) keys, in
+/// order); with no-wait, try-locks that report.
 async fn take_advisory(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
     let try_only = run.wait == Wait::NoWait;
-    let stmt = run.dialect.advisory_lock_statement(plan.locks(), try_only);
-    let rows = run.query(stmt, plan.locks().len() > 1).await?;
-    if try_only && !all_granted(&rows, plan.locks().len()) {
-        return Err(Error::WouldBlock {
-            what: run.what.clone(),
-            txn_state: TxnState::PartiallyLocked,
-            source: None,
-        });
+    for (i, locks) in plan
+        .locks()
+        .chunks(run.dialect.max_rows_per_statement())
+        .enumerate()
+    {
+        let stmt = run.dialect.advisory_lock_statement(locks, try_only);
+        let rows = run.query(stmt, i > 0 || locks.len() > 1).await?;
+        if try_only && !all_granted(&rows, locks.len()) {
+            return Err(Error::WouldBlock {
+                what: run.what.clone(),
+                txn_state: TxnState::PartiallyLocked,
+                source: None,
+            });
+        }
     }
     Ok(())
 }

@@ -74,6 +74,20 @@ impl Dialect {
         matches!(self, Dialect::MySql | Dialect::MariaDb)
     }
 
+    /// The most rows (or advisory keys) one lock statement names; longer runs
+    /// are split into consecutive statements, in plan order.
+    ///
+    /// Measured: MySQL's cost per row of a `UNION ALL` stays flat up to about
+    /// a hundred members and then grows (7 ms per row at 26,000); PostgreSQL
+    /// refuses more than 1,664 select-list entries (advisory locks) and runs
+    /// out of parser stack on a 26,000-row `IN` list.
+    pub fn max_rows_per_statement(self) -> usize {
+        match self {
+            Dialect::MySql | Dialect::MariaDb => 100,
+            _ => 1_000,
+        }
+    }
+
     /// `name`, quoted as an identifier (names are validated, never escaped).
     pub(crate) fn quote(self, name: &str) -> String {
         if self.is_mysql_family() {

@@ -46,6 +46,7 @@ macro_rules! common_tests {
             errors::timeout_conflict_is_lock_timeout_and_restores_the_setting,
             errors::zero_timeout_is_invalid,
             sql::statements_per_resource_write_lock,
+            sql::the_largest_acquisition_works,
             handle::handle_holds_until_release,
             handle::handle_releases_on_drop
             $($(, $extra::$test)*)?

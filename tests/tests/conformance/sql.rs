@@ -140,3 +140,38 @@ pub async fn locks_are_taken_in_key_order_whatever_the_input_order(backend: Back
     outcome.expect("granted");
     txn.rollback().await.expect("rollback");
 }
+
+/// The largest acquisition allowed (`MAX_LOCKS_PER_CALL` locks) works, split
+/// into statements of at most `max_rows_per_statement` rows, in plan order
+/// (3,000 advisory keys on PostgreSQL, whose shared lock table is smaller).
+pub async fn the_largest_acquisition_works(backend: Backend) {
+    use hierlock::{Dialect, MAX_LOCKS_PER_CALL};
+
+    let fx = Fixture::new(backend, "largest", 20_000).await;
+    // Advisory locks take entries of PostgreSQL's shared lock table, about
+    // 6,400 by default for the whole server (README, Limits): stay below.
+    let resources = if backend == Backend::Postgres {
+        3_000
+    } else {
+        MAX_LOCKS_PER_CALL - 2
+    };
+    let requests: Vec<_> = (0..resources)
+        .map(|i| Target::resource("u", "a", i).write())
+        .collect();
+    let plan = fx.locker.plan(&requests).expect("plan at the limit");
+    let chunk = fx.locker.dialect().max_rows_per_statement();
+    let expected = match fx.locker.dialect() {
+        Dialect::Sqlite => 1,
+        Dialect::Postgres if backend == Backend::Postgres => plan.locks().len().div_ceil(chunk),
+        _ => plan.runs().map(|run| run.len().div_ceil(chunk)).sum(),
+    };
+    let txn = fx.begin().await;
+    let statements = hierlock_tests::bounded(
+        "the largest acquisition",
+        take(&fx, &txn, &requests, Wait::Block),
+    )
+    .await
+    .expect("granted");
+    assert_eq!(statements, expected);
+    txn.rollback().await.expect("rollback");
+}
