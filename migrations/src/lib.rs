@@ -118,3 +118,21 @@ mod sql;
 
 pub use migration::{CreateHierLockBuckets, Migrator};
 pub use provision::{DEFAULT_CHUNK_ROWS, Progress, Provision, Report};
+
+/// `error: cause: cause…` on one line, each cause once: for messages that
+/// carry text only (`DbErr::Migration`, the CLI's output). SeaORM's errors
+/// already print their source, so a cause whose text is already there is
+/// skipped.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

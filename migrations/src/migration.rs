@@ -1,11 +1,10 @@
 //! The same provisioning as a sea-orm-migration migration.
 
-use std::error::Error as _;
-
 use hierlock::{Config, Dialect};
 use sea_orm::{ConnectionTrait, DbErr};
 use sea_orm_migration::{MigrationName, MigrationTrait, MigratorTrait, SchemaManager, async_trait};
 
+use crate::error_chain;
 use crate::provision::Provision;
 use crate::sql;
 
@@ -100,7 +99,7 @@ impl MigrationTrait for CreateHierLockBuckets {
             .provision
             .run(db)
             .await
-            .map_err(|e| DbErr::Migration(chain(&e)))?;
+            .map_err(|e| DbErr::Migration(error_chain(&e)))?;
         tracing::info!(?report, "hierlock bucket table provisioned");
         Ok(())
     }
@@ -109,7 +108,7 @@ impl MigrationTrait for CreateHierLockBuckets {
         let db = manager.get_connection();
         let dialect = Dialect::detect(db)
             .await
-            .map_err(|e| DbErr::Migration(chain(&e)))?;
+            .map_err(|e| DbErr::Migration(error_chain(&e)))?;
         for stmt in sql::drop_tables(dialect, self.provision.config().table()) {
             db.execute_raw(stmt).await?;
         }
@@ -121,20 +120,4 @@ impl MigrationTrait for CreateHierLockBuckets {
     fn use_transaction(&self) -> Option<bool> {
         Some(false)
     }
-}
-
-/// `error: cause: cause…`, since `DbErr::Migration` carries text only.
-fn chain(error: &hierlock::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        // Some errors (SeaORM's) already print their source: say it once.
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

@@ -5,6 +5,7 @@
 //! DATABASE_URL=mysql://root@127.0.0.1:3306/test hierlock-provision --bucket-space 1000000
 //! ```
 
+use hierlock_migration::error_chain;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -51,10 +52,10 @@ async fn run(args: &Args) -> Result<(), String> {
     let config = Config::default()
         .with_table(&args.table)
         .and_then(|config| config.with_bucket_space(args.bucket_space))
-        .map_err(|e| chain(&e))?;
+        .map_err(|e| error_chain(&e))?;
     let db = sea_orm::Database::connect(&args.database_url)
         .await
-        .map_err(|e| format!("cannot connect to the database: {}", chain(&e)))?;
+        .map_err(|e| format!("cannot connect to the database: {}", error_chain(&e)))?;
 
     let bar = ProgressBar::new(0);
     bar.set_style(
@@ -80,7 +81,7 @@ async fn run(args: &Args) -> Result<(), String> {
         })
         .await;
     bar.finish_and_clear();
-    let report = result.map_err(|e| chain(&e))?;
+    let report = result.map_err(|e| error_chain(&e))?;
     let elapsed = started.elapsed();
 
     if report.total_rows == 0 {
@@ -105,20 +106,4 @@ async fn run(args: &Args) -> Result<(), String> {
         HumanCount(report.resumed_from),
     );
     Ok(())
-}
-
-/// `error: cause: cause…`.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        // Some errors (SeaORM's) already print their source: say it once.
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
