@@ -7,7 +7,7 @@ use hierlock::{ErrorKind, Level, Locker, Target, TxnState, Wait};
 use hierlock_tests::{Backend, Fixture, bounded};
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, Statement};
 
-use crate::support::take;
+use crate::support::{holding, take};
 
 async fn query_i64(txn: &DatabaseTransaction, sql: &str) -> i64 {
     let row = txn
@@ -70,10 +70,7 @@ pub async fn empty_ids_fail_before_any_sql(backend: Backend) {
 pub async fn nowait_conflict_is_would_block(backend: Backend) {
     let fx = Fixture::new(backend, "nowait", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
-    let t1 = fx.begin().await;
-    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
-        .await
-        .expect("t1");
+    let _t1 = holding(&fx, std::slice::from_ref(&r)).await;
     let t2 = fx.begin().await;
     let err = bounded("no-wait", take(&fx, &t2, &[r], Wait::NoWait))
         .await
@@ -93,10 +90,7 @@ pub async fn nowait_conflict_is_would_block(backend: Backend) {
 pub async fn timeout_conflict_is_lock_timeout_and_restores_the_setting(backend: Backend) {
     let fx = Fixture::new(backend, "timeout", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
-    let t1 = fx.begin().await;
-    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
-        .await
-        .expect("t1");
+    let t1 = holding(&fx, std::slice::from_ref(&r)).await;
     let t2 = fx.begin().await;
     let before = wait_setting(backend, &t2).await;
     let timeout = Duration::from_millis(300);
@@ -147,10 +141,7 @@ pub async fn zero_timeout_is_invalid(backend: Backend) {
 pub async fn server_lock_wait_timeout_while_blocking_is_lock_timeout(backend: Backend) {
     let fx = Fixture::new(backend, "servertimeout", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
-    let t1 = fx.begin().await;
-    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
-        .await
-        .expect("t1");
+    let _t1 = holding(&fx, std::slice::from_ref(&r)).await;
     let t2 = fx.begin().await;
     let set = match t2.get_database_backend() {
         DbBackend::MySql => "SET SESSION innodb_lock_wait_timeout = 1",
@@ -187,10 +178,7 @@ pub async fn server_lock_wait_timeout_while_blocking_is_lock_timeout(backend: Ba
 pub async fn partial_lock_set_after_a_mysql_failure_stays_held(backend: Backend) {
     let fx = Fixture::new(backend, "partial", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
-    let t1 = fx.begin().await;
-    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
-        .await
-        .expect("t1");
+    let t1 = holding(&fx, std::slice::from_ref(&r)).await;
     let t2 = fx.begin().await;
     let err = take(&fx, &t2, &[r], Wait::NoWait)
         .await
@@ -218,14 +206,8 @@ pub async fn partial_lock_set_after_a_mysql_failure_stays_held(backend: Backend)
 pub async fn postgres_failure_leaves_the_transaction_usable(backend: Backend) {
     let fx = Fixture::new(backend, "pgusable", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
-    let t1 = fx.begin().await;
-    take(&fx, &t1, std::slice::from_ref(&r), Wait::Block)
-        .await
-        .expect("t1");
-    let t2 = fx.begin().await;
-    take(&fx, &t2, &[Target::user("u8").write()], Wait::Block)
-        .await
-        .expect("t2's earlier lock");
+    let _t1 = holding(&fx, std::slice::from_ref(&r)).await;
+    let t2 = holding(&fx, &[Target::user("u8").write()]).await;
     let err = take(&fx, &t2, &[Target::user("u7").write(), r], Wait::NoWait)
         .await
         .expect_err("conflict");

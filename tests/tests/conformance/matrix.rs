@@ -5,7 +5,7 @@
 use hierlock::{Access, ErrorKind, Request, Target, Wait};
 use hierlock_tests::{Backend, Fixture, Promise};
 
-use crate::support::take;
+use crate::support::{holding, take};
 
 /// Every request of the 2×2×2 tree: 14 nodes, read and write.
 fn all_requests() -> Vec<Request> {
@@ -75,10 +75,7 @@ pub async fn generated_matrix_matches_the_hierarchy_oracle(backend: Backend) {
     for a in &requests {
         for b in &requests {
             let expected = oracle(backend.promise(), a, b);
-            let t1 = fx.begin().await;
-            take(&fx, &t1, std::slice::from_ref(a), Wait::Block)
-                .await
-                .expect("uncontended");
+            let t1 = holding(&fx, std::slice::from_ref(a)).await;
             let t2 = fx.begin().await;
             let outcome = take(&fx, &t2, std::slice::from_ref(b), Wait::NoWait).await;
             let blocked = match outcome {

@@ -4,7 +4,7 @@ use hierlock::{ErrorKind, Target, TxnState, Wait};
 use hierlock_tests::{Backend, Fixture, bounded};
 use sea_orm::{ConnectionTrait, Statement};
 
-use crate::support::{assert_coexists, assert_waits, take};
+use crate::support::{assert_coexists, assert_waits, holding, take};
 
 fn resource(u: &str, a: &str, r: &str) -> Target {
     Target::resource(u, a, r)
@@ -219,10 +219,7 @@ pub async fn locks_commit_and_roll_back_with_the_callers_writes(backend: Backend
     let stmt = |sql: String| Statement::from_string(backend_db, sql);
 
     for commit in [false, true] {
-        let t1 = fx.begin().await;
-        take(&fx, &t1, std::slice::from_ref(&target), Wait::Block)
-            .await
-            .expect("t1 locks");
+        let t1 = holding(&fx, std::slice::from_ref(&target)).await;
         t1.execute_raw(stmt(format!(
             "INSERT INTO {scratch} (id, v) VALUES ({}, 1)",
             i32::from(commit)

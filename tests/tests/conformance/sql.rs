@@ -4,7 +4,7 @@ use hierlock::{Level, Target, Wait};
 use hierlock_tests::{Backend, Fixture};
 use sea_orm::{ConnectionTrait, IsolationLevel, Statement, TransactionTrait};
 
-use crate::support::take;
+use crate::support::{holding, take};
 
 pub async fn statements_per_resource_write_lock(backend: Backend) {
     let fx = Fixture::new(backend, "stmts", 1000).await;
@@ -113,10 +113,7 @@ pub async fn locks_are_taken_in_key_order_whatever_the_input_order(backend: Back
     if key(&lower) > key(&higher) {
         std::mem::swap(&mut lower, &mut higher);
     }
-    let holder = fx.begin().await;
-    take(&fx, &holder, &[higher.clone().write()], Wait::Block)
-        .await
-        .expect("holder");
+    let holder = holding(&fx, &[higher.clone().write()]).await;
 
     let waiter_txn = fx.begin().await;
     let id = fx.connection_id(&waiter_txn).await;

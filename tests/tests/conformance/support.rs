@@ -17,12 +17,21 @@ pub async fn take(
         .map(|set: LockSet<'_>| set.statements())
 }
 
+/// A new transaction holding `requests`, taken without contention.
+pub async fn holding(fx: &Fixture, requests: &[Request]) -> DatabaseTransaction {
+    let txn = fx.begin().await;
+    bounded(
+        "an uncontended acquisition",
+        take(fx, &txn, requests, Wait::Block),
+    )
+    .await
+    .expect("the first acquisition is uncontended");
+    txn
+}
+
 /// `wanted` must wait while `held` is held, then get its locks once `held` is released.
 pub async fn assert_waits(fx: &Fixture, held: &[Request], wanted: &[Request]) {
-    let t1 = fx.begin().await;
-    bounded("first acquisition", take(fx, &t1, held, Wait::Block))
-        .await
-        .expect("the first acquisition is uncontended");
+    let t1 = holding(fx, held).await;
     let t2 = fx.begin().await;
     if !fx.backend.has_lock_wait_view() {
         let err = take(fx, &t2, wanted, Wait::NoWait)
@@ -63,10 +72,7 @@ pub async fn assert_waits(fx: &Fixture, held: &[Request], wanted: &[Request]) {
 
 /// `wanted` must be granted at once while `held` is held.
 pub async fn assert_coexists(fx: &Fixture, held: &[Request], wanted: &[Request]) {
-    let t1 = fx.begin().await;
-    bounded("first acquisition", take(fx, &t1, held, Wait::Block))
-        .await
-        .expect("the first acquisition is uncontended");
+    let t1 = holding(fx, held).await;
     let t2 = fx.begin().await;
     bounded("second acquisition", take(fx, &t2, wanted, Wait::NoWait))
         .await
