@@ -9,7 +9,6 @@ use crate::classify::{Conflict, classify, is_missing_table};
 use crate::config::{Config, PostgresLocks, Wait};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result, TxnState};
-use crate::level::Level;
 use crate::plan::{Keyspace, LockPlan, PlannedLock};
 use crate::schema;
 use crate::target::{Access, Request, Target};
@@ -562,15 +561,5 @@ impl<'t> LockSet<'t> {
     /// subtree; a read covers reads of its own node).
     pub fn covers(&self, target: &Target, access: Access) -> bool {
         self.held.covers(target, access)
-    }
-
-    /// The highest level of a write request, if any (User covers most).
-    pub fn write_level(&self) -> Option<Level> {
-        self.held
-            .requests
-            .iter()
-            .filter(|r| r.access == Access::Write)
-            .map(|r| r.target.level())
-            .min()
     }
 }
