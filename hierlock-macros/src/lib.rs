@@ -6,6 +6,7 @@
 mod attr;
 mod ctxt;
 mod expand;
+mod facade;
 mod protected;
 
 use proc_macro::TokenStream;

@@ -25,7 +25,7 @@
 
 use hierlock::sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, Database, DatabaseConnection,
-    DatabaseTransaction, DbErr, EntityTrait, QueryFilter, Schema, TransactionTrait,
+    DatabaseTransaction, DbErr, QueryFilter, Schema, TransactionTrait,
 };
 use hierlock::{HasLocker, Locked, Locker, hierlocked, proof::AccountLevel};
 
@@ -46,13 +46,13 @@ mod entities {
 
         #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
         pub enum Relation {
-            #[sea_orm(has_many = "super::account::Entity")]
+            #[sea_orm(has_many = "super::account::Table")]
             Account,
         }
 
-        // `super::account::Entity` is protected; inside a protected module,
+        // `super::account::Table` is protected; inside a protected module,
         // `#[protected]` makes such paths name the plain entity.
-        impl Related<super::account::Entity> for Entity {
+        impl Related<super::account::Table> for Entity {
             fn to() -> RelationDef {
                 Relation::Account.def()
             }
@@ -75,22 +75,22 @@ mod entities {
         #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
         pub enum Relation {
             #[sea_orm(
-                belongs_to = "super::user::Entity",
+                belongs_to = "super::user::Table",
                 from = "Column::UserId",
                 to = "super::user::Column::Id"
             )]
             User,
-            #[sea_orm(has_many = "super::resource::Entity")]
+            #[sea_orm(has_many = "super::resource::Table")]
             Resource,
         }
 
-        impl Related<super::user::Entity> for Entity {
+        impl Related<super::user::Table> for Entity {
             fn to() -> RelationDef {
                 Relation::User.def()
             }
         }
 
-        impl Related<super::resource::Entity> for Entity {
+        impl Related<super::resource::Table> for Entity {
             fn to() -> RelationDef {
                 Relation::Resource.def()
             }
@@ -114,14 +114,14 @@ mod entities {
         #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
         pub enum Relation {
             #[sea_orm(
-                belongs_to = "super::account::Entity",
+                belongs_to = "super::account::Table",
                 from = "Column::AccountId",
                 to = "super::account::Column::Id"
             )]
             Account,
         }
 
-        impl Related<super::account::Entity> for Entity {
+        impl Related<super::account::Table> for Entity {
             fn to() -> RelationDef {
                 Relation::Account.def()
             }
@@ -406,9 +406,9 @@ async fn create_tables(db: &DatabaseConnection) -> Result<(), DbErr> {
     // As a value, `user::Entity` is SeaORM's unit struct (only the type is
     // replaced by `#[protected]`), so schema helpers take it as usual.
     for mut table in [
-        schema.create_table_from_entity(user::Entity),
-        schema.create_table_from_entity(account::Entity),
-        schema.create_table_from_entity(resource::Entity),
+        schema.create_table_from_entity(user::Table),
+        schema.create_table_from_entity(account::Table),
+        schema.create_table_from_entity(resource::Table),
     ] {
         table.if_not_exists();
         db.execute(&table).await?;

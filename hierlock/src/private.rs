@@ -195,12 +195,49 @@ pub trait NoUpdateMany<E> {}
 )]
 pub trait NoDeleteMany<E> {}
 
-/// The body of the never-callable `update_many` of a protected entity.
-pub fn update_many<E: sea_orm::EntityTrait>() -> sea_orm::UpdateMany<E> {
-    E::update_many()
+/// The bound of SeaORM's `ActiveModel` writes on a protected active model:
+/// never met.
+#[diagnostic::on_unimplemented(
+    message = "`{E}` is protected: this SeaORM write would run without a lock",
+    label = "writes the row with no lock proof",
+    note = "write it in a `#[hierlocked]` method with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)` or `Entity::delete(am).exec(&lock)` (`save` is `insert` or `update`)"
+)]
+pub trait NoActiveModelWrite<E> {}
+
+/// The bound of `Model::delete` on a protected model: never met.
+#[diagnostic::on_unimplemented(
+    message = "`{E}` is protected: `Model::delete` would delete the row without a lock",
+    label = "deletes the row with no lock proof",
+    note = "delete it in a `#[hierlocked]` method with the proof: `Entity::delete(model).exec(&lock)`"
+)]
+pub trait NoModelDelete<E> {}
+
+/// The bound of the writes of a protected entity's raw SeaORM entity
+/// (`Table`): never met.
+#[diagnostic::on_unimplemented(
+    message = "`Table` of `{E}` is the raw SeaORM entity: its writes would run without a lock",
+    label = "writes rows of a protected entity with no lock proof",
+    note = "`Table` is for what SeaORM takes an entity for (relations, `find_related`, partial models); write through `{E}` in a `#[hierlocked]` method: `Entity::insert(am).exec(&lock)`, `update`, `delete`, `delete_by_id`, `insert_many`"
+)]
+pub trait NoTableWrite<E> {}
+
+/// What `#[protected]` makes SeaORM's derive implement in place of
+/// `sea_orm::IntoActiveModel` (see the expansion of `#[protected]`): a model
+/// read from the database must not convert into an active model that
+/// SeaORM would write without a lock.
+pub trait IntoActiveModel<A> {
+    /// Convert.
+    fn into_active_model(self) -> A;
 }
 
-/// The body of the never-callable `delete_many` of a protected entity.
-pub fn delete_many<E: sea_orm::EntityTrait>() -> sea_orm::DeleteMany<E> {
-    E::delete_many()
+/// The result of a refused write (its bound is never met: never called).
+pub fn refused<T>() -> std::future::Ready<std::result::Result<T, sea_orm::DbErr>> {
+    std::future::ready(Err(sea_orm::DbErr::Custom(
+        "a write of a protected entity without a lock proof".to_owned(),
+    )))
+}
+
+/// The body of a refused write whose bound is never met: never called.
+pub fn unreachable_write<T>() -> T {
+    unreachable!("a refused write of a protected entity was called")
 }

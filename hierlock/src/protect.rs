@@ -14,8 +14,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use sea_orm::{
-    ActiveModelTrait, ActiveValue, ColumnTrait, DbErr, EntityTrait, IntoActiveModel, Iterable,
-    PrimaryKeyToColumn, PrimaryKeyTrait, QueryFilter, QuerySelect, Select, Value,
+    ActiveModelTrait, ActiveValue, ColumnTrait, DbErr, EntityTrait, Iterable, PrimaryKeyToColumn,
+    PrimaryKeyTrait, QueryFilter, QuerySelect, Select, Value,
 };
 
 use crate::acquire::LockSet;
@@ -178,14 +178,12 @@ pub struct ProtectedInsert<E: EntityTrait> {
 
 impl<E: Protect> ProtectedInsert<E>
 where
-    E::Model: IntoActiveModel<E::ActiveModel> + Send,
+    E::Model: Send,
     E::ActiveModel: Send,
 {
-    /// Insert `model` (an active model, or a model) once a proof is given.
-    pub fn new<M: IntoActiveModel<E::ActiveModel>>(model: M) -> Self {
-        ProtectedInsert {
-            model: model.into_active_model(),
-        }
+    /// Insert `model` once a proof is given.
+    pub fn new(model: E::ActiveModel) -> Self {
+        ProtectedInsert { model }
     }
 
     /// Insert the row on the proof's transaction and return it.
@@ -206,10 +204,19 @@ where
         let lock = Proof::of(lock);
         Box::pin(async move {
             check_new::<E>(&self.model, lock)?;
-            E::insert(self.model)
-                .exec_with_returning(lock.txn())
+            let doing = || format!("inserting into `{}`", table::<E>());
+            // `exec_with_returning` needs SeaORM's `Model: IntoActiveModel`,
+            // which a protected model does not have: read the row back.
+            let key = E::insert(self.model)
+                .exec(lock.txn())
                 .await
-                .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
+                .map_err(|e| Error::database(doing(), e))?
+                .last_insert_id;
+            E::find_by_id(key)
+                .one(lock.txn())
+                .await
+                .map_err(|e| Error::database(doing(), e))?
+                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted))
         })
     }
 }
@@ -245,16 +252,9 @@ where
     E::ActiveModel: Send,
 {
     /// Insert `models` once a proof is given.
-    pub fn new<M, I>(models: I) -> Self
-    where
-        M: IntoActiveModel<E::ActiveModel>,
-        I: IntoIterator<Item = M>,
-    {
+    pub fn new<I: IntoIterator<Item = E::ActiveModel>>(models: I) -> Self {
         ProtectedInsertMany {
-            models: models
-                .into_iter()
-                .map(IntoActiveModel::into_active_model)
-                .collect(),
+            models: models.into_iter().collect(),
         }
     }
 
@@ -293,14 +293,12 @@ pub struct ProtectedUpdate<E: EntityTrait> {
 
 impl<E: Protect> ProtectedUpdate<E>
 where
-    E::Model: IntoActiveModel<E::ActiveModel> + Send,
+    E::Model: Send,
     E::ActiveModel: Send,
 {
     /// Update the row with the primary key of `model` once a proof is given.
-    pub fn new<M: IntoActiveModel<E::ActiveModel>>(model: M) -> Self {
-        ProtectedUpdate {
-            model: model.into_active_model(),
-        }
+    pub fn new(model: E::ActiveModel) -> Self {
+        ProtectedUpdate { model }
     }
 
     /// Update the row on the proof's transaction and return it.
@@ -347,10 +345,16 @@ where
                     lock.held(),
                 ));
             }
+            let reread = by_primary_key::<E>(&self.model, "update")?;
             E::update(self.model)
-                .exec(lock.txn())
+                .exec_without_returning(lock.txn())
                 .await
-                .map_err(|e| Error::database(doing(), e))
+                .map_err(|e| Error::database(doing(), e))?;
+            reread
+                .one(lock.txn())
+                .await
+                .map_err(|e| Error::database(doing(), e))?
+                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotUpdated))
         })
     }
 }
@@ -365,13 +369,13 @@ pub struct ProtectedDelete<E: EntityTrait> {
 
 impl<E: Protect> ProtectedDelete<E>
 where
-    E::Model: IntoActiveModel<E::ActiveModel> + Send,
-    E::ActiveModel: Send,
+    E::Model: Send,
+    E::ActiveModel: From<E::Model> + Send,
 {
     /// Delete the row with the primary key of `model` once a proof is given.
-    pub fn new<M: IntoActiveModel<E::ActiveModel>>(model: M) -> Self {
+    pub fn new(model: E::ActiveModel) -> Self {
         ProtectedDelete {
-            row: by_primary_key::<E>(&model.into_active_model(), "delete"),
+            row: by_primary_key::<E>(&model, "delete"),
         }
     }
 
@@ -412,7 +416,7 @@ where
                     lock.held(),
                 ));
             }
-            E::delete(old.into_active_model())
+            E::delete(E::ActiveModel::from(old))
                 .exec(lock.txn())
                 .await
                 .map(|done| done.rows_affected)

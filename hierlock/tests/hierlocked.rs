@@ -16,7 +16,7 @@ use std::time::Duration;
 use hierlock::proof::{AccountLevel, ResourceLevel};
 use hierlock::sea_orm::{
     ActiveValue::Set, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbErr,
-    EntityTrait, QueryResult, Schema, Statement, TransactionTrait,
+    QueryResult, Schema, Statement, TransactionTrait,
 };
 use hierlock::{Config, ErrorKind, HasLocker, Locked, Locker, Target, TxnState, hierlocked};
 use hierlock_migration::Provision;
@@ -425,9 +425,9 @@ impl Fixture {
             .expect("provision the bucket table");
         let schema = Schema::new(db.get_database_backend());
         for mut table in [
-            schema.create_table_from_entity(user::Entity),
-            schema.create_table_from_entity(account::Entity),
-            schema.create_table_from_entity(resource::Entity),
+            schema.create_table_from_entity(user::Table),
+            schema.create_table_from_entity(account::Table),
+            schema.create_table_from_entity(resource::Table),
         ] {
             table.if_not_exists();
             db.execute(&table).await.expect("create an entity table");

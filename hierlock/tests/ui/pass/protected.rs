@@ -6,7 +6,7 @@
 
 use hierlock::proof::{AccountLevel, ResourceLevel, UserLevel};
 use hierlock::sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseTransaction, DbErr, EntityTrait, ModelTrait, QueryFilter,
+    ActiveValue::Set, ColumnTrait, DatabaseTransaction, DbErr, ModelTrait, QueryFilter,
 };
 use hierlock::{HasLocker, Locked, Locker, hierlocked};
 
@@ -24,11 +24,11 @@ mod entities {
 
         #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
         pub enum Relation {
-            #[sea_orm(has_many = "super::account::Entity")]
+            #[sea_orm(has_many = "super::account::Table")]
             Account,
         }
 
-        impl Related<super::account::Entity> for Entity {
+        impl Related<super::account::Table> for Entity {
             fn to() -> RelationDef {
                 Relation::Account.def()
             }
@@ -52,22 +52,22 @@ mod entities {
         #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
         pub enum Relation {
             #[sea_orm(
-                belongs_to = "super::user::Entity",
+                belongs_to = "super::user::Table",
                 from = "Column::Owner",
                 to = "super::user::Column::Id"
             )]
             User,
-            #[sea_orm(has_many = "super::resource::Entity")]
+            #[sea_orm(has_many = "super::resource::Table")]
             Resource,
         }
 
-        impl Related<super::user::Entity> for Entity {
+        impl Related<super::user::Table> for Entity {
             fn to() -> RelationDef {
                 Relation::User.def()
             }
         }
 
-        impl Related<super::resource::Entity> for Entity {
+        impl Related<super::resource::Table> for Entity {
             fn to() -> RelationDef {
                 Relation::Resource.def()
             }
@@ -98,14 +98,14 @@ mod entities {
         #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
         pub enum Relation {
             #[sea_orm(
-                belongs_to = "super::account::Entity",
+                belongs_to = "super::account::Table",
                 from = "Column::AccountId",
                 to = "super::account::Column::Id"
             )]
             Account,
         }
 
-        impl Related<super::account::Entity> for Entity {
+        impl Related<super::account::Table> for Entity {
             fn to() -> RelationDef {
                 Relation::Account.def()
             }
@@ -164,8 +164,8 @@ impl Repo {
         let Some(row) = account::Entity::find_by_id(account).one(txn).await? else {
             return Ok(());
         };
-        let owner = row.find_related(user::Entity).one(txn).await?;
-        let resources = row.find_related(resource::Entity).all(txn).await?;
+        let owner = row.find_related(user::Table).one(txn).await?;
+        let resources = row.find_related(resource::Table).all(txn).await?;
         let _ = (owner, row.is_empty());
         for r in resources {
             resource::Entity::delete(r).exec(&lock).await?;
@@ -266,4 +266,4 @@ mod reexport {
     }
 }
 
-fn main() {}
+

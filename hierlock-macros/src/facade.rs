@@ -1,0 +1,451 @@
+//! The expansion of `#[protected]`: the entity as SeaORM derives it, sealed
+//! in a hidden sibling module, and under the user's module name a facade
+//! that reads like SeaORM and writes only with a lock proof.
+//!
+//! ```text
+//! pub mod resource {                  // the facade: what users name
+//!     pub use super::__hierlock_resource::*;            // Model, Column, Relation, ..
+//!     pub use super::__hierlock_resource::Entity as Table;  // for relations
+//!     pub struct Entity;              // find(), find_by_id(); insert(..).exec(&lock), ..
+//!     pub struct ActiveModel { .. }   // the same fields; no SeaORM write methods
+//! }
+//! #[doc(hidden)]
+//! pub mod __hierlock_resource {      // the user's items, as SeaORM derives them
+//!     mod sea_orm { .. }              // see `hijack`
+//!     ..
+//! }
+//! ```
+//!
+//! Why a facade: SeaORM writes any type that implements `EntityTrait`
+//! (`Update::many(E)`, `E::delete_many()`, generic helpers) or
+//! `ActiveModelTrait` (`Insert::one(am)`, `am.save(db)`), so neither may be
+//! the type users name as `resource::Entity` / `resource::ActiveModel`.
+//! The sibling (rather than nested) module keeps the user's `super::` paths
+//! meaning what they meant.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::{Attribute, Fields, Ident, Item, ItemMod, Path, Type, UseTree};
+
+/// The two modules replacing `module`.
+pub(crate) fn expand(krate: &Path, level: &str, fields: &[Ident], module: ItemMod) -> TokenStream {
+    let ItemMod {
+        attrs,
+        vis,
+        ident: name,
+        content,
+        ..
+    } = module;
+    let items = content.map(|(_, items)| items).unwrap_or_default();
+    let sealed = format_ident!("__hierlock_{}", name);
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let columns = active_columns(&items);
+    let uses: Vec<&Item> = items.iter().filter(|i| matches!(i, Item::Use(_))).collect();
+    let sealed_items: Vec<&Item> = items.iter().filter(|i| !imports_sea_orm(i)).collect();
+    let lint_attrs: Vec<&Attribute> = attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
+    let hijack = hijack(krate);
+    let protect = protect_impl(krate, level, fields);
+    let table_guards = table_guards(krate, &name);
+    let facade_entity = facade_entity(krate, &name);
+    let facade_active_model = facade_active_model(krate, &name, &sealed, &columns);
+    quote! {
+        #(#attrs)*
+        #vis mod #name {
+            // The module's imports, for the types of `ActiveModel`'s fields.
+            #(
+                #[allow(unused_imports)]
+                #uses
+            )*
+            pub use super::#sealed::*;
+            /// The SeaORM entity of this table, for what SeaORM takes an entity
+            /// for: relations (`has_many = "..::Table"`, `Related<..::Table>`),
+            /// `find_related(..::Table)`, partial models, loaders.
+            ///
+            /// Its own `insert`, `update`, `delete`, `update_many` and
+            /// `delete_many` do not compile; SeaORM's generic writes
+            /// (`Update::many(Table)`, `Delete::many(Table)`) still would, and
+            /// are not checked: write through [`Entity`].
+            pub use super::#sealed::Entity as Table;
+
+            #facade_entity
+            #facade_active_model
+        }
+
+        #[doc(hidden)]
+        #(#lint_attrs)*
+        #vis mod #sealed {
+            #hijack
+            #(#sealed_items)*
+
+            impl #sea_orm::ActiveModelBehavior for ActiveModel {}
+
+            #protect
+            #table_guards
+
+            impl Model {
+                /// This row as a protected active model, to change and write
+                /// with `Entity::update(am).exec(&lock)`.
+                pub fn into_active_model(self) -> super::#name::ActiveModel {
+                    ::core::convert::From::from(self)
+                }
+
+                /// Not available on a protected entity: it would delete the
+                /// row without a lock. Use `Entity::delete(model).exec(&lock)`.
+                pub fn delete<'__hierlock, C>(
+                    self,
+                    _db: &C,
+                ) -> ::core::future::Ready<::core::result::Result<#sea_orm::DeleteResult, #sea_orm::DbErr>>
+                where
+                    &'__hierlock (): #krate::__private::NoModelDelete<super::#name::Entity>,
+                {
+                    #krate::__private::refused()
+                }
+            }
+        }
+    }
+}
+
+/// SeaORM's derives name `sea_orm::..` relative to the module, so that
+/// crates re-exporting SeaORM work. A `sea_orm` module in the sealed module
+/// re-exports all of SeaORM except `IntoActiveModel`, which it replaces by
+/// a hidden trait of the same shape: the derived
+/// `impl sea_orm::IntoActiveModel<ActiveModel> for Model` then does not
+/// give SeaORM a way from a `Model` read from the database to an active
+/// model it would write without a lock (`Insert::one(model)`,
+/// `model.into_active_model().save(db)`, `ModelTrait::delete(model, db)`).
+fn hijack(krate: &Path) -> TokenStream {
+    quote! {
+        #[allow(unused_imports)]
+        mod sea_orm {
+            pub use #krate::__private::sea_orm::*;
+            pub use #krate::__private::IntoActiveModel;
+        }
+    }
+}
+
+/// `use hierlock::sea_orm;` and the like: the sealed module's own
+/// `sea_orm` (see [`hijack`]) takes their place.
+fn imports_sea_orm(item: &Item) -> bool {
+    let Item::Use(u) = item else { return false };
+    fn last_is_sea_orm(tree: &UseTree) -> bool {
+        match tree {
+            UseTree::Path(p) => last_is_sea_orm(&p.tree),
+            UseTree::Name(n) => n.ident == "sea_orm",
+            _ => false,
+        }
+    }
+    last_is_sea_orm(&u.tree)
+}
+
+/// The fields of `Model` that SeaORM's `ActiveModel` has (all but
+/// `#[sea_orm(ignore)]`), with their types.
+fn active_columns(items: &[Item]) -> Vec<(Ident, Type)> {
+    let Some(Item::Struct(model)) = items
+        .iter()
+        .find(|i| matches!(i, Item::Struct(s) if s.ident == "Model"))
+    else {
+        return Vec::new();
+    };
+    let Fields::Named(named) = &model.fields else {
+        return Vec::new();
+    };
+    named
+        .named
+        .iter()
+        .filter(|f| !is_ignored(&f.attrs))
+        .filter_map(|f| Some((f.ident.clone()?, f.ty.clone())))
+        .collect()
+}
+
+fn is_ignored(attrs: &[Attribute]) -> bool {
+    let mut ignored = false;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("sea_orm")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            ignored |= meta.path.is_ident("ignore");
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _: TokenStream = meta.input.parse()?;
+            }
+            Ok(())
+        });
+    }
+    ignored
+}
+
+/// `impl Protect for Entity` on the sealed entity: its level and the IDs of
+/// a row.
+fn protect_impl(krate: &Path, level: &str, fields: &[Ident]) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let level_ty = Ident::new(level, Span::call_site());
+    let names: Vec<String> = fields.iter().map(ToString::to_string).collect();
+    let row_ids = fields
+        .iter()
+        .map(|f| quote::quote_spanned!(f.span()=> #krate::__private::id_text(&model.#f)));
+    let active_ids = fields.iter().map(|f| {
+        // The same `id_text` call as in `row_ids`, at the same span: a field
+        // that is not an ID is reported once, not twice.
+        let text = quote::quote_spanned!(f.span()=> #krate::__private::id_text(value));
+        quote!(#krate::__private::active_value(&model.#f).map(|value| #text))
+    });
+    quote! {
+        impl #krate::Protect for Entity {
+            type Level = #krate::proof::#level_ty;
+            const ID_FIELDS: &'static [&'static str] = &[#(#names),*];
+
+            fn row_ids(
+                model: &<Self as #sea_orm::EntityTrait>::Model,
+            ) -> ::std::vec::Vec<::std::string::String> {
+                ::std::vec![#(#row_ids),*]
+            }
+
+            fn active_ids(
+                model: &<Self as #sea_orm::EntityTrait>::ActiveModel,
+            ) -> ::std::vec::Vec<::core::option::Option<::std::string::String>> {
+                ::std::vec![#(#active_ids),*]
+            }
+        }
+    }
+}
+
+/// Inherent functions on the sealed entity (`resource::Table`) that shadow
+/// SeaORM's writes with a compile error naming the protected way.
+fn table_guards(krate: &Path, name: &Ident) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let facade = quote!(super::#name::Entity);
+    let unit = |f: &str, ret: TokenStream| {
+        let f = Ident::new(f, Span::call_site());
+        quote! {
+            /// Not available: `Table` is the raw SeaORM entity, for relations.
+            /// Write through the protected `Entity`, with a lock proof.
+            pub fn #f<'__hierlock>() -> #ret
+            where
+                &'__hierlock (): #krate::__private::NoTableWrite<#facade>,
+            {
+                #krate::__private::unreachable_write()
+            }
+        }
+    };
+    let one = |f: &str, ret: TokenStream| {
+        let f = Ident::new(f, Span::call_site());
+        quote! {
+            /// Not available: `Table` is the raw SeaORM entity, for relations.
+            /// Write through the protected `Entity`, with a lock proof.
+            pub fn #f<'__hierlock, T>(_: T) -> #ret
+            where
+                &'__hierlock (): #krate::__private::NoTableWrite<#facade>,
+            {
+                #krate::__private::unreachable_write()
+            }
+        }
+    };
+    let update_many = unit("update_many", quote!(#sea_orm::UpdateMany<Self>));
+    let delete_many = unit("delete_many", quote!(#sea_orm::DeleteMany<Self>));
+    let insert = one("insert", quote!(#sea_orm::Insert<ActiveModel>));
+    let insert_many = one("insert_many", quote!(#sea_orm::InsertMany<ActiveModel>));
+    let update = one("update", quote!(#sea_orm::UpdateOne<ActiveModel>));
+    let delete = one("delete", quote!(#sea_orm::DeleteOne<Self>));
+    let delete_by_id = one("delete_by_id", quote!(#sea_orm::DeleteMany<Self>));
+    quote! {
+        impl Entity {
+            #insert
+            #insert_many
+            #update
+            #delete
+            #delete_by_id
+            #update_many
+            #delete_many
+        }
+    }
+}
+
+/// The `Entity` users name: SeaORM's reads, and writes that need a proof.
+fn facade_entity(krate: &Path, name: &Ident) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let doc = format!(
+        "The protected `{name}` entity: reads are SeaORM's (`find`, `find_by_id`, \
+         `find_related`), writes run with `.exec(&lock)`, the proof of a \
+         `#[hierlocked]` method whose locks cover the row.\n\n\
+         It is not a SeaORM `EntityTrait` (that would let SeaORM write without a \
+         lock): where SeaORM takes an entity (relations, `find_related`, partial \
+         models), name [`Table`]."
+    );
+    let pk_value = quote!(
+        <<Table as #sea_orm::EntityTrait>::PrimaryKey as #sea_orm::PrimaryKeyTrait>::ValueType
+    );
+    quote! {
+        #[doc = #doc]
+        #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct Entity;
+
+        impl Entity {
+            /// `SELECT` rows of this table (SeaORM's `EntityTrait::find`).
+            pub fn find() -> #sea_orm::Select<Table> {
+                <Table as #sea_orm::EntityTrait>::find()
+            }
+
+            /// `SELECT` the row with this primary key (SeaORM's `find_by_id`).
+            pub fn find_by_id<T>(values: T) -> #sea_orm::Select<Table>
+            where
+                T: ::core::convert::Into<#pk_value>,
+            {
+                <Table as #sea_orm::EntityTrait>::find_by_id(values)
+            }
+
+            /// `SELECT` rows of `R` related to this table (SeaORM's
+            /// `EntityTrait::find_related`).
+            pub fn find_related<R>() -> #sea_orm::Select<R>
+            where
+                R: #sea_orm::EntityTrait,
+                Table: #sea_orm::Related<R>,
+            {
+                <Table as #sea_orm::Related<R>>::find_related()
+            }
+
+            /// Insert a row: `.exec(&lock)` checks that the proof covers it.
+            pub fn insert<M>(model: M) -> #krate::ProtectedInsert<Table>
+            where
+                M: ::core::convert::Into<ActiveModel>,
+            {
+                #krate::ProtectedInsert::new(::core::convert::Into::<ActiveModel>::into(model).into())
+            }
+
+            /// Insert rows: `.exec(&lock)` checks that the proof covers each.
+            pub fn insert_many<M, I>(models: I) -> #krate::ProtectedInsertMany<Table>
+            where
+                M: ::core::convert::Into<ActiveModel>,
+                I: ::core::iter::IntoIterator<Item = M>,
+            {
+                #krate::ProtectedInsertMany::new(
+                    models
+                        .into_iter()
+                        .map(|m| ::core::convert::Into::<ActiveModel>::into(m).into()),
+                )
+            }
+
+            /// Update a row by primary key: `.exec(&lock)` checks that the
+            /// proof covers it, before and after.
+            pub fn update<M>(model: M) -> #krate::ProtectedUpdate<Table>
+            where
+                M: ::core::convert::Into<ActiveModel>,
+            {
+                #krate::ProtectedUpdate::new(::core::convert::Into::<ActiveModel>::into(model).into())
+            }
+
+            /// Delete a row by primary key: `.exec(&lock)` checks that the
+            /// proof covers it.
+            pub fn delete<M>(model: M) -> #krate::ProtectedDelete<Table>
+            where
+                M: ::core::convert::Into<ActiveModel>,
+            {
+                #krate::ProtectedDelete::new(::core::convert::Into::<ActiveModel>::into(model).into())
+            }
+
+            /// Delete the row with this primary key: `.exec(&lock)` checks
+            /// that the proof covers it.
+            pub fn delete_by_id<T>(values: T) -> #krate::ProtectedDelete<Table>
+            where
+                T: ::core::convert::Into<#pk_value>,
+            {
+                #krate::ProtectedDelete::by_id(values)
+            }
+
+            /// Not available on a protected entity: its filter could reach
+            /// rows outside the lock. Update rows one by one with `update`.
+            pub fn update_many<'__hierlock>() -> #sea_orm::UpdateMany<Table>
+            where
+                &'__hierlock (): #krate::__private::NoUpdateMany<Entity>,
+            {
+                <Table as #sea_orm::EntityTrait>::update_many()
+            }
+
+            /// Not available on a protected entity: its filter could reach
+            /// rows outside the lock. Delete rows one by one with `delete`.
+            pub fn delete_many<'__hierlock>() -> #sea_orm::DeleteMany<Table>
+            where
+                &'__hierlock (): #krate::__private::NoDeleteMany<Entity>,
+            {
+                <Table as #sea_orm::EntityTrait>::delete_many()
+            }
+        }
+    }
+}
+
+/// The `ActiveModel` users build: SeaORM's fields, no SeaORM write methods.
+fn facade_active_model(
+    krate: &Path,
+    name: &Ident,
+    sealed: &Ident,
+    columns: &[(Ident, Type)],
+) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let idents: Vec<&Ident> = columns.iter().map(|(i, _)| i).collect();
+    let types: Vec<&Type> = columns.iter().map(|(_, t)| t).collect();
+    let doc = format!(
+        "A `{name}` row to write: the fields of SeaORM's active model. Write it \
+         with `Entity::insert(am)`, `Entity::update(am)` or `Entity::delete(am)` \
+         and `.exec(&lock)`; SeaORM's `save`, `insert`, `update` and `delete` \
+         do not compile on it."
+    );
+    let refused = |f: &str, ret: TokenStream| {
+        let f = Ident::new(f, Span::call_site());
+        quote! {
+            /// Not available on a protected entity: it would write without a
+            /// lock. Use `Entity::insert/update/delete(am).exec(&lock)`.
+            pub fn #f<'__hierlock, C>(
+                self,
+                _db: &C,
+            ) -> ::core::future::Ready<::core::result::Result<#ret, #sea_orm::DbErr>>
+            where
+                &'__hierlock (): #krate::__private::NoActiveModelWrite<Entity>,
+            {
+                #krate::__private::refused()
+            }
+        }
+    };
+    let save = refused("save", quote!(Self));
+    let insert = refused("insert", quote!(Model));
+    let update = refused("update", quote!(Model));
+    let update_without_returning =
+        refused("update_without_returning", quote!(#sea_orm::UpdateResult));
+    let delete = refused("delete", quote!(#sea_orm::DeleteResult));
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, Debug, PartialEq, Default)]
+        pub struct ActiveModel {
+            #(
+                #[allow(missing_docs)]
+                pub #idents: #sea_orm::ActiveValue<#types>,
+            )*
+        }
+
+        impl ActiveModel {
+            /// Every field `NotSet`.
+            pub fn new() -> Self {
+                ::core::default::Default::default()
+            }
+
+            #save
+            #insert
+            #update
+            #update_without_returning
+            #delete
+        }
+
+        impl ::core::convert::From<Model> for ActiveModel {
+            fn from(model: Model) -> Self {
+                ActiveModel {
+                    #(#idents: #sea_orm::ActiveValue::Unchanged(model.#idents),)*
+                }
+            }
+        }
+
+        impl ::core::convert::From<ActiveModel> for super::#sealed::ActiveModel {
+            fn from(model: ActiveModel) -> Self {
+                super::#sealed::ActiveModel {
+                    #(#idents: model.#idents,)*
+                }
+            }
+        }
+    }
+}
