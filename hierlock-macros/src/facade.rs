@@ -40,7 +40,13 @@ pub(crate) fn expand(krate: &Path, level: &str, fields: &[Ident], module: ItemMo
     let sealed = format_ident!("__hierlock_{}", name);
     let sea_orm = quote!(#krate::__private::sea_orm);
     let columns = active_columns(&items);
-    let uses: Vec<&Item> = items.iter().filter(|i| matches!(i, Item::Use(_))).collect();
+    // Both modules name SeaORM through hierlock (see `hijack`), so that
+    // entity code needs no direct `sea-orm` dependency: the user's own
+    // `use ..::sea_orm;` gives way.
+    let uses: Vec<&Item> = items
+        .iter()
+        .filter(|i| matches!(i, Item::Use(_)) && !imports_sea_orm(i))
+        .collect();
     let sealed_items: Vec<&Item> = items.iter().filter(|i| !imports_sea_orm(i)).collect();
     let lint_attrs: Vec<&Attribute> = attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
     let hijack = hijack(krate);
@@ -51,6 +57,8 @@ pub(crate) fn expand(krate: &Path, level: &str, fields: &[Ident], module: ItemMo
     quote! {
         #(#attrs)*
         #vis mod #name {
+            #[allow(unused_imports)]
+            use #krate::__private::sea_orm;
             // The module's imports, for the types of `ActiveModel`'s fields.
             #(
                 #[allow(unused_imports)]
