@@ -358,22 +358,18 @@ fn facade_entity(krate: &Path, name: &Ident) -> TokenStream {
                 #krate::ProtectedDelete::by_id(values)
             }
 
-            /// Not available on a protected entity: its filter could reach
-            /// rows outside the lock. Update rows one by one with `update`.
-            pub fn update_many<'__hierlock>() -> #sea_orm::UpdateMany<Table>
-            where
-                &'__hierlock (): #krate::__private::NoUpdateMany<Entity>,
-            {
-                <Table as #sea_orm::EntityTrait>::update_many()
+            /// Update the rows matching a filter: `.exec(&lock)` reads them
+            /// `FOR UPDATE` and refuses (`NotCovered`, nothing written) if
+            /// the proof does not cover every one of them.
+            pub fn update_many() -> #krate::ProtectedUpdateMany<Table> {
+                #krate::ProtectedUpdateMany::new()
             }
 
-            /// Not available on a protected entity: its filter could reach
-            /// rows outside the lock. Delete rows one by one with `delete`.
-            pub fn delete_many<'__hierlock>() -> #sea_orm::DeleteMany<Table>
-            where
-                &'__hierlock (): #krate::__private::NoDeleteMany<Entity>,
-            {
-                <Table as #sea_orm::EntityTrait>::delete_many()
+            /// Delete the rows matching a filter: `.exec(&lock)` reads them
+            /// `FOR UPDATE` and refuses (`NotCovered`, nothing deleted) if
+            /// the proof does not cover every one of them.
+            pub fn delete_many() -> #krate::ProtectedDeleteMany<Table> {
+                #krate::ProtectedDeleteMany::new()
             }
         }
     }

@@ -37,7 +37,8 @@ pub use target::{Access, Request, Target};
 pub use hierlock_macros::{hierlocked, protected};
 pub use proof::{HasLocker, Locked};
 pub use protect::{
-    Protect, ProtectedDelete, ProtectedInsert, ProtectedInsertMany, ProtectedUpdate, WriteProof,
+    Protect, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert, ProtectedInsertMany,
+    ProtectedUpdate, ProtectedUpdateMany, ProtectedUpsert, WriteFuture, WriteProof,
 };
 
 /// Re-exported so that users and generated code name one SeaORM.

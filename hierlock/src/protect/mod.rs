@@ -2,20 +2,31 @@
 //! hierarchy, and which can be written only with a lock proof.
 //!
 //! `#[hierlock::protected(..)]` on an entity's module implements [`Protect`]
-//! and gives the entity inherent `insert`, `update`, `delete`,
-//! `delete_by_id` and `insert_many` functions. Inherent functions come before
-//! trait functions, so `account::Entity::insert(am)` is no longer SeaORM's:
-//! it returns a [`ProtectedInsert`] that runs only with a [`Locked`] proof
-//! (`.exec(&lock)`), on the proof's transaction, after checking that the row
-//! is covered. Reads (`find`, `find_by_id`, relations, loaders) are SeaORM's
-//! own, unchanged.
+//! and gives the entity's facade inherent write functions: `insert`,
+//! `insert_many`, `update`, `delete`, `delete_by_id`, `update_many` and
+//! `delete_many`. Each returns a builder that runs only with a [`Locked`]
+//! proof (`.exec(&lock)`), on the proof's transaction, after checking that
+//! every row it writes is covered by the proof's locks. Reads (`find`,
+//! `find_by_id`, relations, loaders) are SeaORM's own, unchanged.
+//!
+//! One module per kind of write: [`insert`] (with the upsert of
+//! [`upsert`]), [`update`], [`delete`], and [`many`] for the filtered
+//! writes; this module holds what they share: the proof and the checks.
+//!
+//! [`Locked`]: crate::Locked
+
+mod delete;
+mod insert;
+mod many;
+mod update;
+mod upsert;
 
 use std::future::Future;
 use std::pin::Pin;
 
 use sea_orm::{
-    ActiveModelTrait, ActiveValue, ColumnTrait, DbErr, EntityTrait, Iterable, PrimaryKeyToColumn,
-    PrimaryKeyTrait, QueryFilter, QuerySelect, Select, Value,
+    ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, EntityTrait, Iterable,
+    PrimaryKeyToColumn, QueryFilter, QuerySelect, Select, Value,
 };
 
 use crate::acquire::LockSet;
@@ -24,6 +35,12 @@ use crate::id::LockId;
 use crate::level::Level;
 use crate::proof::{AccessMarker, CanWrite, Covers, LevelMarker, Locked};
 use crate::target::{Access, Target};
+
+pub use delete::ProtectedDelete;
+pub use insert::{ProtectedInsert, ProtectedInsertMany};
+pub use many::{ProtectedDeleteMany, ProtectedUpdateMany};
+pub use update::ProtectedUpdate;
+pub use upsert::ProtectedUpsert;
 
 /// A SeaORM entity whose rows belong to a node of the hierarchy.
 ///
@@ -54,7 +71,7 @@ fn row_target<E: Protect>(model: &E::Model) -> Result<Target> {
 
 /// The target named by `ids` (one per level from the user down).
 fn target_of<E: Protect>(ids: Vec<Option<String>>, action: &str) -> Result<Target> {
-    let table = E::default().table_name();
+    let table = table::<E>();
     let mut known = Vec::with_capacity(ids.len());
     for (depth, id) in ids.into_iter().enumerate() {
         match id {
@@ -154,6 +171,29 @@ impl<'p> Proof<'p> {
             text.join(", ")
         }
     }
+
+    /// `Ok` if the proof covers `target`, else [`Error::NotCovered`].
+    fn check<E: EntityTrait>(self, action: &'static str, target: &Target) -> Result<()> {
+        if self.covers_write(target) {
+            Ok(())
+        } else {
+            Err(not_covered(action, describe_row::<E>(target), self.held()))
+        }
+    }
+
+    /// [`Error::Misuse`] unless the proof's transaction can return rows
+    /// from a write (`RETURNING`): nothing is sent to the server.
+    fn require_returning<E: EntityTrait>(self, what: &str) -> Result<()> {
+        if self.txn().support_returning() {
+            return Ok(());
+        }
+        Err(Error::Misuse(format!(
+            "{what} of `{}` needs `RETURNING`, which {:?} does not support: \
+             use `exec_without_returning` and read the rows back",
+            table::<E>(),
+            self.txn().get_database_backend()
+        )))
+    }
 }
 
 fn table<E: EntityTrait>() -> &'static str {
@@ -169,66 +209,18 @@ fn describe_row<E: EntityTrait>(target: &Target) -> String {
     format!("{target} in `{}`", table::<E>())
 }
 
-/// An insert of a protected entity, waiting for its proof:
-/// `account::Entity::insert(am).exec(&lock)`.
-#[must_use = "a protected write does nothing until `.exec(&lock)`"]
-pub struct ProtectedInsert<E: EntityTrait> {
-    model: E::ActiveModel,
-}
-
-impl<E: Protect> ProtectedInsert<E>
-where
-    E::Model: Send,
-    E::ActiveModel: Send,
-{
-    /// Insert `model` once a proof is given.
-    pub fn new(model: E::ActiveModel) -> Self {
-        ProtectedInsert { model }
-    }
-
-    /// Insert the row on the proof's transaction and return it.
-    ///
-    /// The row's IDs come from the active model. If the row's own ID is not
-    /// set (an auto-increment key), the proof must cover its parent: with a
-    /// write lock on account `a1`, any new resource of `a1` may be inserted.
-    ///
-    /// # Errors
-    /// - [`Error::NotCovered`]: the proof does not cover the new row; nothing
-    ///   was written.
-    /// - [`Error::Misuse`]: an ID field above the row's own is not set.
-    /// - [`Error::Database`]: the insert failed.
-    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
-    where
-        P: WriteProof<E::Level> + ?Sized,
-    {
-        let lock = Proof::of(lock);
-        Box::pin(async move {
-            check_new::<E>(&self.model, lock)?;
-            let doing = || format!("inserting into `{}`", table::<E>());
-            // `exec_with_returning` needs SeaORM's `Model: IntoActiveModel`,
-            // which a protected model does not have: read the row back.
-            let key = E::insert(self.model)
-                .exec(lock.txn())
-                .await
-                .map_err(|e| Error::database(doing(), e))?
-                .last_insert_id;
-            E::find_by_id(key)
-                .one(lock.txn())
-                .await
-                .map_err(|e| Error::database(doing(), e))?
-                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted))
-        })
-    }
-}
-
 /// Whether `lock` covers the row `model` would insert.
-fn check_new<E: Protect>(model: &E::ActiveModel, lock: Proof<'_>) -> Result<()> {
+fn check_new<E: Protect>(
+    model: &E::ActiveModel,
+    lock: Proof<'_>,
+    action: &'static str,
+) -> Result<()> {
     let mut ids = E::active_ids(model);
     let own_unset = ids.len() > 1 && ids.last().is_some_and(Option::is_none);
     if own_unset {
         ids.pop();
     }
-    let target = target_of::<E>(ids, "insert")?;
+    let target = target_of::<E>(ids, action)?;
     if lock.covers_write(&target) {
         return Ok(());
     }
@@ -237,192 +229,36 @@ fn check_new<E: Protect>(model: &E::ActiveModel, lock: Proof<'_>) -> Result<()> 
     } else {
         describe_row::<E>(&target)
     };
-    Err(not_covered("insert", row, lock.held()))
+    Err(not_covered(action, row, lock.held()))
 }
 
-/// An insert of several rows of a protected entity, waiting for its proof:
-/// `resource::Entity::insert_many(rows).exec(&lock)`.
-#[must_use = "a protected write does nothing until `.exec(&lock)`"]
-pub struct ProtectedInsertMany<E: EntityTrait> {
-    models: Vec<E::ActiveModel>,
+/// Whether `lock` covers the stored row `row`; returns its node.
+fn check_stored<E: Protect>(
+    row: &E::Model,
+    lock: Proof<'_>,
+    action: &'static str,
+) -> Result<Target> {
+    let target = row_target::<E>(row)?;
+    lock.check::<E>(action, &target)?;
+    Ok(target)
 }
 
-impl<E: Protect> ProtectedInsertMany<E>
-where
-    E::ActiveModel: Send,
-{
-    /// Insert `models` once a proof is given.
-    pub fn new<I: IntoIterator<Item = E::ActiveModel>>(models: I) -> Self {
-        ProtectedInsertMany {
-            models: models.into_iter().collect(),
-        }
-    }
-
-    /// Insert the rows on the proof's transaction, in one statement; returns
-    /// how many were inserted. Every row is checked as by
-    /// [`ProtectedInsert::exec`] before anything is written.
-    ///
-    /// # Errors
-    /// As [`ProtectedInsert::exec`], for the first row not covered.
-    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
-    where
-        P: WriteProof<E::Level> + ?Sized,
-    {
-        let lock = Proof::of(lock);
-        Box::pin(async move {
-            for model in &self.models {
-                check_new::<E>(model, lock)?;
-            }
-            if self.models.is_empty() {
-                return Ok(0);
-            }
-            E::insert_many(self.models)
-                .exec_without_returning(lock.txn())
-                .await
-                .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
-        })
-    }
-}
-
-/// An update of a protected entity, waiting for its proof:
-/// `account::Entity::update(am).exec(&lock)`.
-#[must_use = "a protected write does nothing until `.exec(&lock)`"]
-pub struct ProtectedUpdate<E: EntityTrait> {
-    model: E::ActiveModel,
-}
-
-impl<E: Protect> ProtectedUpdate<E>
-where
-    E::Model: Send,
-    E::ActiveModel: Send,
-{
-    /// Update the row with the primary key of `model` once a proof is given.
-    pub fn new(model: E::ActiveModel) -> Self {
-        ProtectedUpdate { model }
-    }
-
-    /// Update the row on the proof's transaction and return it.
-    ///
-    /// The stored row is read first (`FOR UPDATE`, so its IDs are current):
-    /// the proof must cover both the node the row belongs to and the node it
-    /// will belong to.
-    ///
-    /// # Errors
-    /// - [`Error::NotCovered`]: the proof does not cover the row, before or
-    ///   after; nothing was written.
-    /// - [`Error::Misuse`]: the primary key is not set.
-    /// - [`Error::Database`]: no row has this primary key
-    ///   ([`DbErr::RecordNotUpdated`]), or the update failed.
-    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
-    where
-        P: WriteProof<E::Level> + ?Sized,
-    {
-        let lock = Proof::of(lock);
-        Box::pin(async move {
-            let doing = || format!("updating `{}`", table::<E>());
-            let select = by_primary_key::<E>(&self.model, "update")?;
-            let Some(old) = load_for_write(select, lock.txn(), "update").await? else {
-                return Err(Error::database(doing(), DbErr::RecordNotUpdated));
-            };
-            let old_target = row_target::<E>(&old)?;
-            if !lock.covers_write(&old_target) {
-                return Err(not_covered(
-                    "update",
-                    describe_row::<E>(&old_target),
-                    lock.held(),
-                ));
-            }
-            let ids = E::active_ids(&self.model)
-                .into_iter()
-                .zip(old_target.path())
-                .map(|(new, old)| Some(new.unwrap_or_else(|| old.clone())))
-                .collect();
-            let new_target = target_of::<E>(ids, "update")?;
-            if !lock.covers_write(&new_target) {
-                return Err(not_covered(
-                    "update",
-                    describe_row::<E>(&new_target),
-                    lock.held(),
-                ));
-            }
-            let reread = by_primary_key::<E>(&self.model, "update")?;
-            E::update(self.model)
-                .exec_without_returning(lock.txn())
-                .await
-                .map_err(|e| Error::database(doing(), e))?;
-            reread
-                .one(lock.txn())
-                .await
-                .map_err(|e| Error::database(doing(), e))?
-                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotUpdated))
-        })
-    }
-}
-
-/// A delete of a protected entity, waiting for its proof:
-/// `account::Entity::delete(am).exec(&lock)` or
-/// `account::Entity::delete_by_id(7).exec(&lock)`.
-#[must_use = "a protected write does nothing until `.exec(&lock)`"]
-pub struct ProtectedDelete<E: EntityTrait> {
-    row: Result<Select<E>>,
-}
-
-impl<E: Protect> ProtectedDelete<E>
-where
-    E::Model: Send,
-    E::ActiveModel: From<E::Model> + Send,
-{
-    /// Delete the row with the primary key of `model` once a proof is given.
-    pub fn new(model: E::ActiveModel) -> Self {
-        ProtectedDelete {
-            row: by_primary_key::<E>(&model, "delete"),
-        }
-    }
-
-    /// Delete the row with primary key `values` once a proof is given.
-    pub fn by_id<T>(values: T) -> Self
-    where
-        T: Into<<E::PrimaryKey as PrimaryKeyTrait>::ValueType>,
-    {
-        ProtectedDelete {
-            row: Ok(E::find_by_id(values)),
-        }
-    }
-
-    /// Delete the row on the proof's transaction; returns the number of rows
-    /// deleted: 1, or 0 when no row has this primary key.
-    ///
-    /// The stored row is read first (`FOR UPDATE`): the proof must cover it.
-    ///
-    /// # Errors
-    /// - [`Error::NotCovered`]: the proof does not cover the stored row;
-    ///   nothing was deleted.
-    /// - [`Error::Misuse`]: the primary key is not set.
-    /// - [`Error::Database`]: the delete failed.
-    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
-    where
-        P: WriteProof<E::Level> + ?Sized,
-    {
-        let lock = Proof::of(lock);
-        Box::pin(async move {
-            let Some(old) = load_for_write(self.row?, lock.txn(), "delete").await? else {
-                return Ok(0);
-            };
-            let target = row_target::<E>(&old)?;
-            if !lock.covers_write(&target) {
-                return Err(not_covered(
-                    "delete",
-                    describe_row::<E>(&target),
-                    lock.held(),
-                ));
-            }
-            E::delete(E::ActiveModel::from(old))
-                .exec(lock.txn())
-                .await
-                .map(|done| done.rows_affected)
-                .map_err(|e| Error::database(format!("deleting from `{}`", table::<E>()), e))
-        })
-    }
+/// Whether `lock` covers the node a row of node `old` moves to when
+/// `changes` is written over it (its ID fields that are set replace the
+/// old ones).
+fn check_moved<E: Protect>(
+    changes: &E::ActiveModel,
+    old: &Target,
+    lock: Proof<'_>,
+    action: &'static str,
+) -> Result<()> {
+    let ids = E::active_ids(changes)
+        .into_iter()
+        .zip(old.path())
+        .map(|(new, old)| Some(new.unwrap_or_else(|| old.clone())))
+        .collect();
+    let new = target_of::<E>(ids, action)?;
+    lock.check::<E>(action, &new)
 }
 
 /// `SELECT` the row with the primary key of `model`.

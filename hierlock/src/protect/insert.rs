@@ -1,0 +1,213 @@
+//! Protected inserts: one row, several rows, and the way to an upsert.
+
+use sea_orm::{DbErr, EntityTrait, QueryTrait};
+
+use super::upsert::{Conflict, ProtectedUpsert};
+use super::{Proof, Protect, WriteFuture, WriteProof, check_new, table};
+use crate::error::{Error, Result};
+
+/// An insert of a protected entity, waiting for its proof:
+/// `account::Entity::insert(am).exec(&lock)`.
+#[must_use = "a protected write does nothing until `.exec(&lock)`"]
+pub struct ProtectedInsert<E: EntityTrait> {
+    model: E::ActiveModel,
+}
+
+impl<E: Protect> ProtectedInsert<E>
+where
+    E::Model: Send,
+    E::ActiveModel: Send,
+{
+    /// Insert `model` once a proof is given.
+    pub fn new(model: E::ActiveModel) -> Self {
+        ProtectedInsert { model }
+    }
+
+    /// Make this insert an upsert on the primary key: where a row with the
+    /// new row's primary key exists, write `columns` of the new row over it.
+    /// See [`ProtectedUpsert`] for what is checked.
+    pub fn on_conflict_update<I>(self, columns: I) -> ProtectedUpsert<E>
+    where
+        I: IntoIterator<Item = E::Column>,
+    {
+        ProtectedUpsert::new(self.model, Conflict::Update(columns.into_iter().collect()))
+    }
+
+    /// Make this insert an upsert on the primary key that leaves an
+    /// existing row as it is. See [`ProtectedUpsert`] for what is checked.
+    pub fn on_conflict_do_nothing(self) -> ProtectedUpsert<E> {
+        ProtectedUpsert::new(self.model, Conflict::DoNothing)
+    }
+
+    /// Insert the row on the proof's transaction and return it (the same
+    /// as [`ProtectedInsert::exec_with_returning`]).
+    ///
+    /// The row's IDs come from the active model. If the row's own ID is not
+    /// set (an auto-increment key), the proof must cover its parent: with a
+    /// write lock on account `a1`, any new resource of `a1` may be inserted.
+    ///
+    /// # Errors
+    /// - [`Error::NotCovered`]: the proof does not cover the new row; nothing
+    ///   was written.
+    /// - [`Error::Misuse`]: an ID field above the row's own is not set.
+    /// - [`Error::Database`]: the insert failed.
+    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        self.exec_with_returning(lock)
+    }
+
+    /// Insert the row on the proof's transaction and return it as stored
+    /// (read back by the key the insert reports).
+    ///
+    /// # Errors
+    /// As [`ProtectedInsert::exec`].
+    pub fn exec_with_returning<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            check_new::<E>(&self.model, lock, "insert")?;
+            let doing = || format!("inserting into `{}`", table::<E>());
+            // `exec_with_returning` needs SeaORM's `Model: IntoActiveModel`,
+            // which a protected model does not have: read the row back.
+            let key = E::insert(self.model)
+                .exec(lock.txn())
+                .await
+                .map_err(|e| Error::database(doing(), e))?
+                .last_insert_id;
+            E::find_by_id(key)
+                .one(lock.txn())
+                .await
+                .map_err(|e| Error::database(doing(), e))?
+                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted))
+        })
+    }
+
+    /// Insert the row on the proof's transaction; returns the number of rows
+    /// inserted, as the server reports it (1).
+    ///
+    /// # Errors
+    /// As [`ProtectedInsert::exec`].
+    pub fn exec_without_returning<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            check_new::<E>(&self.model, lock, "insert")?;
+            E::insert(self.model)
+                .exec_without_returning(lock.txn())
+                .await
+                .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
+        })
+    }
+}
+
+/// An insert of several rows of a protected entity, waiting for its proof:
+/// `resource::Entity::insert_many(rows).exec(&lock)`.
+#[must_use = "a protected write does nothing until `.exec(&lock)`"]
+pub struct ProtectedInsertMany<E: EntityTrait> {
+    models: Vec<E::ActiveModel>,
+}
+
+impl<E: Protect> ProtectedInsertMany<E>
+where
+    E::Model: Send,
+    E::ActiveModel: Send,
+{
+    /// Insert `models` once a proof is given.
+    pub fn new<I: IntoIterator<Item = E::ActiveModel>>(models: I) -> Self {
+        ProtectedInsertMany {
+            models: models.into_iter().collect(),
+        }
+    }
+
+    /// Insert the rows on the proof's transaction, in one statement; returns
+    /// how many were inserted (the same as
+    /// [`ProtectedInsertMany::exec_without_returning`]).
+    ///
+    /// # Errors
+    /// As [`ProtectedInsertMany::exec_without_returning`].
+    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        self.exec_without_returning(lock)
+    }
+
+    /// Insert the rows on the proof's transaction, in one statement; returns
+    /// how many were inserted. Every row is checked as by
+    /// [`ProtectedInsert::exec`] before anything is written.
+    ///
+    /// # Errors
+    /// As [`ProtectedInsert::exec`], for the first row not covered.
+    pub fn exec_without_returning<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            for model in &self.models {
+                check_new::<E>(model, lock, "insert")?;
+            }
+            if self.models.is_empty() {
+                return Ok(0);
+            }
+            E::insert_many(self.models)
+                .exec_without_returning(lock.txn())
+                .await
+                .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
+        })
+    }
+
+    /// Insert the rows on the proof's transaction, in one statement, and
+    /// return them as stored (`INSERT .. RETURNING *`). Every row is checked
+    /// as by [`ProtectedInsert::exec`] before anything is written.
+    ///
+    /// # Errors
+    /// - As [`ProtectedInsert::exec`], for the first row not covered.
+    /// - [`Error::Misuse`]: the server has no `RETURNING` (MySQL; MariaDB
+    ///   as SeaORM drives it), whose last insert ID names one row, not the
+    ///   rows inserted: hierlock refuses rather than guesses. Nothing was
+    ///   sent to the server.
+    pub fn exec_with_returning<'p, P>(self, lock: &'p P) -> WriteFuture<'p, Vec<E::Model>>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            lock.require_returning::<E>("an insert of several rows returning them")?;
+            for model in &self.models {
+                check_new::<E>(model, lock, "insert")?;
+            }
+            if self.models.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut statement = E::insert_many(self.models).into_query();
+            statement.returning_all();
+            returning_rows::<E, _>(&statement, lock.txn(), "inserting into").await
+        })
+    }
+}
+
+/// Run `statement` (a write with `RETURNING *`) and read the rows it returns.
+pub(super) async fn returning_rows<E, S>(
+    statement: &S,
+    txn: &sea_orm::DatabaseTransaction,
+    doing: &str,
+) -> Result<Vec<E::Model>>
+where
+    E: EntityTrait,
+    S: sea_orm::StatementBuilder,
+{
+    use sea_orm::ConnectionTrait;
+    let statement = txn.get_database_backend().build(statement);
+    E::find()
+        .from_raw_sql(statement)
+        .all(txn)
+        .await
+        .map_err(|e| Error::database(format!("{doing} `{}`", table::<E>()), e))
+}

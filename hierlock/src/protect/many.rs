@@ -1,0 +1,280 @@
+//! Protected filtered writes: `update_many` and `delete_many`, scoped to
+//! the rows the proof covers.
+//!
+//! Both **refuse rather than silently narrow**: the rows the filter matches
+//! are read `FOR UPDATE`, and if any of them is not covered by the proof the
+//! write fails with [`Error::NotCovered`] naming that row, and nothing is
+//! written. Otherwise the write runs on exactly the rows checked: the
+//! user's filter *and* their primary keys, so a row inserted since the
+//! check (a phantom, on servers without gap locks) is left alone.
+
+use std::str::FromStr;
+
+use sea_orm::sea_query::{IntoCondition, SimpleExpr};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue, ColumnTrait, Condition, EntityTrait, IdenStatic, Iterable,
+    ModelTrait, PrimaryKeyToColumn, QueryFilter, QuerySelect, Value,
+};
+
+use super::{Proof, Protect, WriteFuture, WriteProof, check_moved, check_stored, table};
+use crate::error::{Error, Result};
+
+/// Primary keys per `UPDATE` / `DELETE` statement: far below every
+/// server's limit on bound parameters.
+const KEYS_PER_STATEMENT: usize = 500;
+
+/// A filtered update of a protected entity, waiting for its proof:
+/// `resource::Entity::update_many().filter(..).col_expr(..).exec(&lock)`.
+///
+/// It **refuses rather than silently narrows**: every row the filter
+/// matches (read `FOR UPDATE`) must be covered by the proof, where it is and
+/// where the update moves it; one row that is not, and the update fails
+/// with [`Error::NotCovered`] naming it, and nothing is written. The update
+/// then runs on the user's filter *and* the primary keys checked, so a row
+/// inserted since the check is left alone.
+#[must_use = "a protected write does nothing until `.exec(&lock)`"]
+pub struct ProtectedUpdateMany<E: EntityTrait> {
+    filter: Condition,
+    exprs: Vec<(E::Column, SimpleExpr)>,
+    model: Option<E::ActiveModel>,
+}
+
+impl<E: Protect> Default for ProtectedUpdateMany<E> {
+    fn default() -> Self {
+        ProtectedUpdateMany {
+            filter: Condition::all(),
+            exprs: Vec::new(),
+            model: None,
+        }
+    }
+}
+
+impl<E: Protect> ProtectedUpdateMany<E>
+where
+    E::Model: Send + Sync,
+    E::ActiveModel: Send + Sync,
+    E::Column: Send + Sync,
+{
+    /// An update of every row, narrowed with [`filter`](Self::filter).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Update only rows matching `condition` (several calls: all of them).
+    pub fn filter<F: IntoCondition>(mut self, condition: F) -> Self {
+        self.filter = self.filter.add(condition);
+        self
+    }
+
+    /// Set `column` to `expr` in every row updated. `column` may not be one
+    /// of the entity's ID fields: `exec` refuses that with
+    /// [`Error::Misuse`] (to move rows, use [`set`](Self::set), whose new
+    /// IDs are checked).
+    pub fn col_expr<X: Into<SimpleExpr>>(mut self, column: E::Column, expr: X) -> Self {
+        self.exprs.push((column, expr.into()));
+        self
+    }
+
+    /// Write the fields of `model` that are `Set` into every row updated
+    /// (other fields, `Unchanged` or `NotSet`, are not written). If it sets
+    /// ID fields, the proof must also cover the node each row moves to.
+    pub fn set<M: Into<E::ActiveModel>>(mut self, model: M) -> Self {
+        let mut model: E::ActiveModel = model.into();
+        for column in E::Column::iter() {
+            if !matches!(model.get(column), ActiveValue::Set(_)) {
+                model.not_set(column);
+            }
+        }
+        self.model = Some(model);
+        self
+    }
+
+    /// Update the rows on the proof's transaction; returns the number of
+    /// rows updated, as the server reports it.
+    ///
+    /// The rows the filter matches are read `FOR UPDATE` and each is checked
+    /// against the proof (where it is, and where [`set`](Self::set) moves
+    /// it); the update then runs on the user's filter and the checked
+    /// primary keys, 500 keys per statement. Nothing to
+    /// set, or no row matched: nothing is written, `Ok(0)`.
+    ///
+    /// # Errors
+    /// - [`Error::Misuse`]: a [`col_expr`](Self::col_expr) writes an ID
+    ///   field; nothing was sent to the server.
+    /// - [`Error::NotCovered`]: a row the filter matches is not covered by
+    ///   the proof, or would move to a node it does not cover; nothing was
+    ///   written.
+    /// - [`Error::Database`]: reading or updating the rows failed.
+    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            let ids = id_columns::<E>();
+            if let Some((column, _)) = self.exprs.iter().find(|(c, _)| is_in(*c, &ids)) {
+                return Err(Error::Misuse(format!(
+                    "update_many of `{}` sets ID field `{}` with an expression: hierlock cannot tell \
+                     which node the rows would move to; use `set(model)` to move them",
+                    table::<E>(),
+                    column.as_str()
+                )));
+            }
+            let sets_any = self
+                .model
+                .as_ref()
+                .is_some_and(ActiveModelTrait::is_changed);
+            if self.exprs.is_empty() && !sets_any {
+                return Ok(0);
+            }
+            let rows = matching::<E>(self.filter.clone(), lock, "update").await?;
+            for row in &rows {
+                let old = check_stored::<E>(row, lock, "update")?;
+                if let Some(model) = &self.model {
+                    check_moved::<E>(model, &old, lock, "update")?;
+                }
+            }
+            let mut updated = 0;
+            for keys in rows.chunks(KEYS_PER_STATEMENT) {
+                let mut update = E::update_many()
+                    .filter(self.filter.clone())
+                    .filter(primary_keys_in::<E>(keys));
+                if let Some(model) = &self.model {
+                    update = update.set(model.clone());
+                }
+                for (column, expr) in &self.exprs {
+                    update = update.col_expr(*column, expr.clone());
+                }
+                updated += update
+                    .exec(lock.txn())
+                    .await
+                    .map_err(|e| Error::database(format!("updating `{}`", table::<E>()), e))?
+                    .rows_affected;
+            }
+            Ok(updated)
+        })
+    }
+}
+
+/// A filtered delete of a protected entity, waiting for its proof:
+/// `resource::Entity::delete_many().filter(..).exec(&lock)`.
+///
+/// It **refuses rather than silently narrows**: every row the filter
+/// matches (read `FOR UPDATE`) must be covered by the proof; one row that is
+/// not, and the delete fails with [`Error::NotCovered`] naming it, and
+/// nothing is deleted. The delete then runs on the user's filter *and* the
+/// primary keys checked, so a row inserted since the check is left alone.
+#[must_use = "a protected write does nothing until `.exec(&lock)`"]
+pub struct ProtectedDeleteMany<E: EntityTrait> {
+    filter: Condition,
+    entity: std::marker::PhantomData<E>,
+}
+
+impl<E: Protect> Default for ProtectedDeleteMany<E> {
+    fn default() -> Self {
+        ProtectedDeleteMany {
+            filter: Condition::all(),
+            entity: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<E: Protect> ProtectedDeleteMany<E>
+where
+    E::Model: Send + Sync,
+{
+    /// A delete of every row, narrowed with [`filter`](Self::filter).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Delete only rows matching `condition` (several calls: all of them).
+    pub fn filter<F: IntoCondition>(mut self, condition: F) -> Self {
+        self.filter = self.filter.add(condition);
+        self
+    }
+
+    /// Delete the rows on the proof's transaction; returns the number of
+    /// rows deleted.
+    ///
+    /// The rows the filter matches are read `FOR UPDATE` and each is checked
+    /// against the proof; the delete then runs on the user's filter and the
+    /// checked primary keys, 500 keys per statement.
+    ///
+    /// # Errors
+    /// - [`Error::NotCovered`]: a row the filter matches is not covered by
+    ///   the proof; nothing was deleted.
+    /// - [`Error::Database`]: reading or deleting the rows failed.
+    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            let rows = matching::<E>(self.filter.clone(), lock, "delete").await?;
+            for row in &rows {
+                check_stored::<E>(row, lock, "delete")?;
+            }
+            let mut deleted = 0;
+            for keys in rows.chunks(KEYS_PER_STATEMENT) {
+                deleted += E::delete_many()
+                    .filter(self.filter.clone())
+                    .filter(primary_keys_in::<E>(keys))
+                    .exec(lock.txn())
+                    .await
+                    .map_err(|e| Error::database(format!("deleting from `{}`", table::<E>()), e))?
+                    .rows_affected;
+            }
+            Ok(deleted)
+        })
+    }
+}
+
+/// The rows `filter` matches, read `FOR UPDATE` on the proof's transaction.
+async fn matching<E: EntityTrait>(
+    filter: Condition,
+    lock: Proof<'_>,
+    action: &str,
+) -> Result<Vec<E::Model>> {
+    E::find()
+        .filter(filter)
+        .lock_exclusive()
+        .all(lock.txn())
+        .await
+        .map_err(|e| {
+            Error::database(
+                format!("reading the rows to {action} in `{}`", table::<E>()),
+                e,
+            )
+        })
+}
+
+/// The columns of the entity's ID fields.
+fn id_columns<E: Protect>() -> Vec<E::Column> {
+    E::ID_FIELDS
+        .iter()
+        .filter_map(|field| E::Column::from_str(field).ok())
+        .collect()
+}
+
+fn is_in<C: IdenStatic>(column: C, columns: &[C]) -> bool {
+    columns.iter().any(|c| c.as_str() == column.as_str())
+}
+
+/// `pk IN (..)` (or, for a composite key, `(k1 = .. AND k2 = ..) OR ..`)
+/// over the primary keys of `rows`.
+fn primary_keys_in<E: EntityTrait>(rows: &[E::Model]) -> Condition {
+    let columns: Vec<E::Column> = E::PrimaryKey::iter()
+        .map(PrimaryKeyToColumn::into_column)
+        .collect();
+    if let [column] = columns.as_slice() {
+        let values: Vec<Value> = rows.iter().map(|row| row.get(*column)).collect();
+        return Condition::all().add(column.is_in(values));
+    }
+    rows.iter().fold(Condition::any(), |any, row| {
+        let key = columns
+            .iter()
+            .fold(Condition::all(), |all, c| all.add(c.eq(row.get(*c))));
+        any.add(key)
+    })
+}

@@ -1,0 +1,139 @@
+//! Protected upserts: an insert that, on a row with the same primary key,
+//! updates it or leaves it.
+
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{DbErr, EntityTrait, Iterable, PrimaryKeyToColumn};
+
+use super::{
+    Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_new, check_stored,
+    load_for_write, table,
+};
+use crate::error::{Error, Result};
+
+/// What an upsert does to an existing row.
+pub(super) enum Conflict<C> {
+    /// Write these columns of the new row over it.
+    Update(Vec<C>),
+    /// Leave it.
+    DoNothing,
+}
+
+/// An upsert of a protected entity, waiting for its proof:
+/// `resource::Entity::insert(am).on_conflict_update([resource::Column::Balance]).exec(&lock)`
+/// or `..insert(am).on_conflict_do_nothing().exec(&lock)`.
+///
+/// The conflict target is the primary key, which must be set. Before
+/// anything is written, the proof must cover the new row (as for
+/// [`ProtectedInsert`](super::ProtectedInsert)) and, if a row with that
+/// primary key exists (read `FOR UPDATE`), that row too: an upsert onto
+/// another user's row is refused even when it would only be left as it is.
+///
+/// **The race it cannot see.** Where no row has the key when it is read,
+/// the read cannot lock the absent row. On InnoDB (MySQL, MariaDB) the read
+/// takes a gap lock, and on SQLite the proof holds the database's write lock,
+/// so no other transaction can insert that key until this one ends. On
+/// PostgreSQL, which has no gap locks, a concurrent transaction may insert a
+/// row with the same primary key under *another* node between the check and
+/// the upsert; the upsert then updates that row (or, with
+/// `on_conflict_do_nothing`, leaves it and returns it). Give rows keys that
+/// no other node can use (for example IDs that embed the owner), or use
+/// [`ProtectedInsert::exec`](super::ProtectedInsert::exec), which then fails
+/// with a duplicate key instead.
+///
+/// On MySQL and MariaDB the statement is `ON DUPLICATE KEY UPDATE`, which
+/// fires on *any* unique key: upsert only tables whose one unique key is
+/// the primary key.
+#[must_use = "a protected write does nothing until `.exec(&lock)`"]
+pub struct ProtectedUpsert<E: EntityTrait> {
+    model: E::ActiveModel,
+    conflict: Conflict<E::Column>,
+}
+
+impl<E: Protect> ProtectedUpsert<E>
+where
+    E::Model: Send,
+    E::ActiveModel: Send,
+{
+    pub(super) fn new(model: E::ActiveModel, conflict: Conflict<E::Column>) -> Self {
+        ProtectedUpsert { model, conflict }
+    }
+
+    /// Insert or update the row on the proof's transaction and return it as
+    /// stored afterwards: inserted, updated, or left as it was (the same as
+    /// [`ProtectedUpsert::exec_with_returning`]).
+    ///
+    /// # Errors
+    /// - [`Error::NotCovered`]: the proof does not cover the new row, or the
+    ///   existing row with its primary key; nothing was written.
+    /// - [`Error::Misuse`]: the primary key, or an ID field, is not set.
+    /// - [`Error::Database`]: the upsert failed.
+    pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        self.exec_with_returning(lock)
+    }
+
+    /// Insert or update the row on the proof's transaction and return it as
+    /// stored afterwards (read back by its primary key).
+    ///
+    /// # Errors
+    /// As [`ProtectedUpsert::exec`].
+    pub fn exec_with_returning<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        let lock = Proof::of(lock);
+        Box::pin(async move {
+            let reread = by_primary_key::<E>(&self.model, "upsert")?;
+            self.run(lock).await?;
+            let doing = || format!("upserting into `{}`", table::<E>());
+            reread
+                .one(lock.txn())
+                .await
+                .map_err(|e| Error::database(doing(), e))?
+                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted))
+        })
+    }
+
+    /// Insert or update the row on the proof's transaction; returns the
+    /// number of rows affected as the server reports it (MySQL and MariaDB
+    /// count an update as 2, and a row left as it was as 0).
+    ///
+    /// # Errors
+    /// As [`ProtectedUpsert::exec`].
+    pub fn exec_without_returning<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
+    where
+        P: WriteProof<E::Level> + ?Sized,
+    {
+        let lock = Proof::of(lock);
+        Box::pin(async move { self.run(lock).await })
+    }
+
+    /// Check, then run the statement.
+    async fn run(self, lock: Proof<'_>) -> Result<u64> {
+        let existing = by_primary_key::<E>(&self.model, "upsert")?;
+        check_new::<E>(&self.model, lock, "upsert")?;
+        if let Some(old) = load_for_write(existing, lock.txn(), "upsert").await? {
+            // The row after the upsert has the IDs of the old row or, for
+            // the columns written over it, of the new row: both checked.
+            check_stored::<E>(&old, lock, "upsert")?;
+        }
+        let keys = || E::PrimaryKey::iter().map(PrimaryKeyToColumn::into_column);
+        let mut on_conflict = OnConflict::columns(keys());
+        match self.conflict {
+            Conflict::Update(columns) if !columns.is_empty() => {
+                on_conflict.update_columns(columns);
+            }
+            // MySQL has no `DO NOTHING`: sea-query writes `pk = pk`.
+            Conflict::Update(_) | Conflict::DoNothing => {
+                on_conflict.do_nothing_on(keys());
+            }
+        }
+        E::insert(self.model)
+            .on_conflict(on_conflict)
+            .exec_without_returning(lock.txn())
+            .await
+            .map_err(|e| Error::database(format!("upserting into `{}`", table::<E>()), e))
+    }
+}
