@@ -9,6 +9,7 @@ mod deadlock;
 mod errors;
 mod handle;
 mod matrix;
+mod protected;
 mod scenarios;
 mod sql;
 mod support;
@@ -48,7 +49,12 @@ macro_rules! common_tests {
             sql::statements_per_resource_write_lock,
             sql::the_largest_acquisition_works,
             handle::handle_holds_until_release,
-            handle::handle_releases_on_drop
+            handle::handle_releases_on_drop,
+            protected::protected_upsert_with_a_covering_proof_inserts_updates_or_leaves,
+            protected::protected_upsert_onto_another_users_row_is_not_covered,
+            protected::protected_returning_variants_return_the_written_rows,
+            protected::protected_update_many_and_delete_many_within_the_proof,
+            protected::protected_update_many_and_delete_many_beyond_the_proof_are_refused
             $($(, $extra::$test)*)?
         );
     };
