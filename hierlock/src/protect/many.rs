@@ -8,15 +8,15 @@
 //! user's filter *and* their primary keys, so a row inserted since the
 //! check (a phantom, on servers without gap locks) is left alone.
 
-use std::str::FromStr;
-
 use sea_orm::sea_query::{IntoCondition, SimpleExpr};
 use sea_orm::{
     ActiveModelTrait, ActiveValue, ColumnTrait, Condition, EntityTrait, IdenStatic, Iterable,
     ModelTrait, PrimaryKeyToColumn, QueryFilter, QuerySelect, Value,
 };
 
-use super::{Proof, Protect, WriteFuture, WriteProof, check_moved, check_stored, table};
+use super::{
+    Proof, Protect, WriteFuture, WriteProof, check_moved, check_stored, id_columns, table,
+};
 use crate::error::{Error, Result};
 
 /// Primary keys per `UPDATE` / `DELETE` statement: far below every
@@ -76,16 +76,18 @@ where
     }
 
     /// Write the fields of `model` that are `Set` into every row updated
-    /// (other fields, `Unchanged` or `NotSet`, are not written). If it sets
-    /// ID fields, the proof must also cover the node each row moves to.
+    /// (other fields, `Unchanged` or `NotSet`, are not written; several
+    /// calls add up, a later value winning). If it sets ID fields, the proof
+    /// must also cover the node each row moves to.
     pub fn set<M: Into<E::ActiveModel>>(mut self, model: M) -> Self {
-        let mut model: E::ActiveModel = model.into();
+        let model: E::ActiveModel = model.into();
+        let mut merged = self.model.take().unwrap_or_else(E::ActiveModel::default);
         for column in E::Column::iter() {
-            if !matches!(model.get(column), ActiveValue::Set(_)) {
-                model.not_set(column);
+            if let ActiveValue::Set(value) = model.get(column) {
+                merged.set(column, value);
             }
         }
-        self.model = Some(model);
+        self.model = Some(merged);
         self
     }
 
@@ -247,14 +249,6 @@ async fn matching<E: EntityTrait>(
                 e,
             )
         })
-}
-
-/// The columns of the entity's ID fields.
-fn id_columns<E: Protect>() -> Vec<E::Column> {
-    E::ID_FIELDS
-        .iter()
-        .filter_map(|field| E::Column::from_str(field).ok())
-        .collect()
 }
 
 fn is_in<C: IdenStatic>(column: C, columns: &[C]) -> bool {

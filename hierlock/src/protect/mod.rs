@@ -23,6 +23,7 @@ mod upsert;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::str::FromStr;
 
 use sea_orm::{
     ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, EntityTrait, Iterable,
@@ -259,6 +260,14 @@ fn check_moved<E: Protect>(
         .collect();
     let new = target_of::<E>(ids, action)?;
     lock.check::<E>(action, &new)
+}
+
+/// The columns of the entity's ID fields, from the user down.
+fn id_columns<E: Protect>() -> Vec<E::Column> {
+    E::ID_FIELDS
+        .iter()
+        .filter_map(|field| E::Column::from_str(field).ok())
+        .collect()
 }
 
 /// `SELECT` the row with the primary key of `model`.

@@ -1,11 +1,14 @@
 //! Protected upserts: an insert that, on a row with the same primary key,
 //! updates it or leaves it.
 
-use sea_orm::sea_query::OnConflict;
-use sea_orm::{DbErr, EntityTrait, Iterable, PrimaryKeyToColumn};
+use sea_orm::sea_query::{Expr, OnConflict};
+use sea_orm::{
+    ActiveModelTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait, Iterable,
+    ModelTrait, PrimaryKeyToColumn,
+};
 
 use super::{
-    Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_new, check_stored,
+    Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_new, check_stored, id_columns,
     load_for_write, table,
 };
 use crate::error::{Error, Result};
@@ -28,21 +31,21 @@ pub(super) enum Conflict<C> {
 /// primary key exists (read `FOR UPDATE`), that row too: an upsert onto
 /// another user's row is refused even when it would only be left as it is.
 ///
-/// **The race it cannot see.** Where no row has the key when it is read,
-/// the read cannot lock the absent row. On InnoDB (MySQL, MariaDB) the read
-/// takes a gap lock, and on SQLite the proof holds the database's write lock,
-/// so no other transaction can insert that key until this one ends. On
-/// PostgreSQL, which has no gap locks, a concurrent transaction may insert a
-/// row with the same primary key under *another* node between the check and
-/// the upsert; the upsert then updates that row (or, with
-/// `on_conflict_do_nothing`, leaves it and returns it). Give rows keys that
-/// no other node can use (for example IDs that embed the owner), or use
-/// [`ProtectedInsert::exec`](super::ProtectedInsert::exec), which then fails
-/// with a duplicate key instead.
+/// **The race the check cannot see.** Where no row has the key when it is
+/// read, the read cannot lock the absent row. On InnoDB (MySQL, MariaDB) it
+/// takes a gap lock, and on SQLite the proof holds the database's write
+/// lock, so no other transaction can insert that key until this one ends.
+/// On PostgreSQL, which has no gap locks, a concurrent transaction may
+/// insert a row with the same primary key under *another* node between the
+/// check and the upsert. The statement itself guards against it: its
+/// `DO UPDATE` carries `WHERE` the ID columns of the node that was checked,
+/// and when the upsert writes nothing the row that stopped it is read and
+/// checked, so such a row is neither updated nor returned:
+/// [`Error::NotCovered`].
 ///
 /// On MySQL and MariaDB the statement is `ON DUPLICATE KEY UPDATE`, which
-/// fires on *any* unique key: upsert only tables whose one unique key is
-/// the primary key.
+/// fires on *any* unique key, and takes no `WHERE`: upsert only tables whose
+/// one unique key is the primary key.
 #[must_use = "a protected write does nothing until `.exec(&lock)`"]
 pub struct ProtectedUpsert<E: EntityTrait> {
     model: E::ActiveModel,
@@ -64,7 +67,8 @@ where
     ///
     /// # Errors
     /// - [`Error::NotCovered`]: the proof does not cover the new row, or the
-    ///   existing row with its primary key; nothing was written.
+    ///   existing row with its primary key (also one inserted by another
+    ///   transaction since the check); nothing was written.
     /// - [`Error::Misuse`]: the primary key, or an ID field, is not set.
     /// - [`Error::Database`]: the upsert failed.
     pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
@@ -110,30 +114,64 @@ where
         Box::pin(async move { self.run(lock).await })
     }
 
-    /// Check, then run the statement.
+    /// Check, then run the statement, then check what stopped it if it
+    /// wrote nothing.
     async fn run(self, lock: Proof<'_>) -> Result<u64> {
         let existing = by_primary_key::<E>(&self.model, "upsert")?;
+        let reread = existing.clone();
         check_new::<E>(&self.model, lock, "upsert")?;
-        if let Some(old) = load_for_write(existing, lock.txn(), "upsert").await? {
+        let old = load_for_write(existing, lock.txn(), "upsert").await?;
+        if let Some(old) = &old {
             // The row after the upsert has the IDs of the old row or, for
             // the columns written over it, of the new row: both checked.
-            check_stored::<E>(&old, lock, "upsert")?;
+            check_stored::<E>(old, lock, "upsert")?;
         }
         let keys = || E::PrimaryKey::iter().map(PrimaryKeyToColumn::into_column);
         let mut on_conflict = OnConflict::columns(keys());
         match self.conflict {
             Conflict::Update(columns) if !columns.is_empty() => {
                 on_conflict.update_columns(columns);
+                // PostgreSQL has no gap locks: a row inserted since the
+                // check under another node must not be updated. (InnoDB's
+                // gap lock and SQLite's database lock exclude it; MySQL has
+                // no `WHERE` here.)
+                if lock.txn().get_database_backend() != DbBackend::MySql {
+                    on_conflict.action_and_where(same_node::<E>(&self.model, old.as_ref()));
+                }
             }
             // MySQL has no `DO NOTHING`: sea-query writes `pk = pk`.
             Conflict::Update(_) | Conflict::DoNothing => {
                 on_conflict.do_nothing_on(keys());
             }
         }
-        E::insert(self.model)
+        let affected = E::insert(self.model)
             .on_conflict(on_conflict)
             .exec_without_returning(lock.txn())
             .await
-            .map_err(|e| Error::database(format!("upserting into `{}`", table::<E>()), e))
+            .map_err(|e| Error::database(format!("upserting into `{}`", table::<E>()), e))?;
+        if affected == 0 {
+            // A row with the key stopped the upsert: it must be one the
+            // proof covers (it is, unless it was inserted since the check).
+            if let Some(row) = load_for_write(reread, lock.txn(), "upsert").await? {
+                check_stored::<E>(&row, lock, "upsert")?;
+            }
+        }
+        Ok(affected)
     }
+}
+
+/// `WHERE` of the upsert's update: the conflicting row is in the node that
+/// was checked (the stored row's, or the new row's if there was none).
+fn same_node<E: Protect>(new: &E::ActiveModel, old: Option<&E::Model>) -> Expr {
+    id_columns::<E>()
+        .into_iter()
+        .filter_map(|column| {
+            let value = match old {
+                Some(old) => old.get(column),
+                None => new.get(column).into_value()?,
+            };
+            Some(Expr::col((E::default(), column)).eq(value))
+        })
+        .reduce(ExprTrait::and)
+        .unwrap_or_else(|| Expr::value(true))
 }
