@@ -54,7 +54,8 @@ macro_rules! common_tests {
             protected::protected_upsert_onto_another_users_row_is_not_covered,
             protected::protected_returning_variants_return_the_written_rows,
             protected::protected_update_many_and_delete_many_within_the_proof,
-            protected::protected_update_many_and_delete_many_beyond_the_proof_are_refused
+            protected::protected_update_many_and_delete_many_beyond_the_proof_are_refused,
+            protected::protected_update_many_and_delete_many_past_one_statement
             $($(, $extra::$test)*)?
         );
     };
@@ -67,7 +68,8 @@ macro_rules! exact_tests {
             scenarios::scenario_6_unordered_separate_calls_can_deadlock,
             sql::locks_are_taken_in_key_order_whatever_the_input_order,
             errors::transaction_of_another_database_is_misuse,
-            errors::server_lock_wait_timeout_while_blocking_is_lock_timeout
+            errors::server_lock_wait_timeout_while_blocking_is_lock_timeout,
+            protected::protected_upsert_never_writes_a_row_inserted_since_the_check
             $($(, $extra::$test)*)?
         );
     };

@@ -21,7 +21,7 @@ use hierlock::sea_orm::{
     Statement,
 };
 use hierlock::{Error, ErrorKind, Locked, Locker, hierlocked};
-use hierlock_tests::{Backend, Fixture};
+use hierlock_tests::{Backend, Fixture, bounded};
 
 /// A resource table of one test: `$module` with table `$table`.
 macro_rules! resource_table {
@@ -51,6 +51,8 @@ resource_table!(upsert_refused, "hlp_upsert_refused");
 resource_table!(returned, "hlp_returned");
 resource_table!(scoped, "hlp_scoped");
 resource_table!(scope_refused, "hlp_scope_refused");
+resource_table!(raced, "hlp_raced");
+resource_table!(bulk, "hlp_bulk");
 
 /// A row as the tests compare it: (id, user, account, balance).
 type Row = (i64, &'static str, &'static str, i64);
@@ -469,4 +471,105 @@ pub async fn protected_update_many_and_delete_many_beyond_the_proof_are_refused(
         owned(&SEED),
         "nothing written"
     );
+}
+
+/// Another transaction inserts row `id` under u2 and holds it uncommitted
+/// while the upsert of `id` under u1/a1 runs; it commits once the upsert
+/// waits. The upsert must neither write nor return u2's row.
+async fn upsert_racing_an_insert(fx: &Fixture, id: i64, do_nothing: bool) {
+    use raced as t;
+    let backend = fx.db.get_database_backend();
+    let other = fx.begin().await;
+    let sql = format!(
+        "INSERT INTO hlp_raced (id, user_id, account_id, balance) VALUES ({id}, 'u2', 'a1', 90)"
+    );
+    other
+        .execute_raw(Statement::from_string(backend, sql))
+        .await
+        .expect("the other transaction's insert");
+    let txn = fx.begin().await;
+    let connection = fx.connection_id(&txn).await;
+    let locker = fx.locker.clone();
+    let upsert = tokio::spawn(async move {
+        let outcome = as_u1_a1(&locker, &txn, async |lock| {
+            let insert = t::Entity::insert(t::ActiveModel {
+                id: Set(id),
+                user_id: Set("u1".to_owned()),
+                account_id: Set("a1".to_owned()),
+                balance: Set(0),
+            });
+            if do_nothing {
+                insert.on_conflict_do_nothing().exec(lock).await
+            } else {
+                insert
+                    .on_conflict_update([t::Column::Balance])
+                    .exec(lock)
+                    .await
+            }
+        })
+        .await
+        .expect("locks");
+        (outcome, txn)
+    });
+    fx.wait_until_blocked(connection).await;
+    other.commit().await.expect("commit the other insert");
+    let (outcome, txn) = bounded("the upsert", upsert).await.expect("task");
+    assert_kind(
+        outcome,
+        ErrorKind::NotCovered,
+        "upsert onto a row inserted since the check",
+    );
+    txn.commit().await.expect("commit");
+}
+
+pub async fn protected_upsert_never_writes_a_row_inserted_since_the_check(backend: Backend) {
+    let (fx, _turn) = seeded(backend, raced::Table).await;
+    upsert_racing_an_insert(&fx, 9, false).await;
+    upsert_racing_an_insert(&fx, 10, true).await;
+    let mut expected = SEED.to_vec();
+    expected.extend([(9, "u2", "a1", 90), (10, "u2", "a1", 90)]);
+    assert_eq!(
+        contents(&fx, raced::Table).await,
+        owned(&expected),
+        "u2's rows untouched"
+    );
+}
+
+pub async fn protected_update_many_and_delete_many_past_one_statement(backend: Backend) {
+    use bulk as t;
+    // 1,201 rows of u1/a1 beyond the seed: three statements of at most 500 keys.
+    const ROWS: i64 = 1201;
+    let (fx, _turn) = seeded(backend, t::Table).await;
+    let ids: Vec<i64> = (100..100 + ROWS).collect();
+    for chunk in ids.chunks(200) {
+        let values: Vec<String> = chunk
+            .iter()
+            .map(|id| format!("({id}, 'u1', 'a1', 1)"))
+            .collect();
+        fx.exec(&format!(
+            "INSERT INTO hlp_bulk (id, user_id, account_id, balance) VALUES {}",
+            values.join(", ")
+        ))
+        .await;
+    }
+    let txn = fx.begin().await;
+    as_u1_a1(&fx.locker, &txn, async |lock| {
+        let n = t::Entity::update_many()
+            .filter(t::Column::Id.gte(100))
+            .col_expr(t::Column::Balance, Expr::col(t::Column::Balance).add(1))
+            .exec(lock)
+            .await
+            .expect("update_many of many covered rows");
+        assert_eq!(n, ROWS as u64);
+        let n = t::Entity::delete_many()
+            .filter(t::Column::Balance.eq(2))
+            .exec(lock)
+            .await
+            .expect("delete_many of many covered rows");
+        assert_eq!(n, ROWS as u64);
+    })
+    .await
+    .expect("locks");
+    txn.commit().await.expect("commit");
+    assert_eq!(contents(&fx, t::Table).await, owned(&SEED));
 }
