@@ -401,7 +401,7 @@ impl<C: ConnectionTrait> Run<'_, C> {
                 row: None,
                 txn_state: busy_state,
             },
-            None => Error::database(format!("acquiring {what}"), err),
+            None => Error::database_in(format!("acquiring {what}"), err, busy_state),
         }
     }
 

@@ -58,13 +58,8 @@ pub(crate) fn classify(err: &DbErr) -> Option<Conflict> {
     let sea_orm::sqlx::Error::Database(db) = &**e else {
         return None;
     };
-    #[cfg(feature = "mysql")]
-    if let Some(mysql) = db.try_downcast_ref::<sea_orm::sqlx::mysql::MySqlDatabaseError>() {
-        return classify_code(ServerCode::MySql(mysql.number()));
-    }
-    #[cfg(feature = "postgres")]
-    if let Some(pg) = db.try_downcast_ref::<sea_orm::sqlx::postgres::PgDatabaseError>() {
-        return classify_code(ServerCode::Postgres(pg.code()));
+    if let Some(code) = server_code(&**db) {
+        return classify_code(code);
     }
     #[cfg(feature = "sqlite")]
     if db
@@ -100,6 +95,83 @@ pub fn conflict_kind(err: &DbErr) -> Option<ErrorKind> {
         Conflict::NoWait => ErrorKind::WouldBlock,
         Conflict::Deadlock => ErrorKind::Deadlock,
     })
+}
+
+/// Whether `err` says the connection is gone (and its transaction with it):
+/// the server went away, closed or killed the connection, or shut down.
+pub(crate) fn is_connection_lost(err: &DbErr) -> bool {
+    use sea_orm::ConnAcquireErr;
+    let e = match err {
+        DbErr::ConnectionAcquire(ConnAcquireErr::ConnectionClosed) => return true,
+        DbErr::Conn(RuntimeErr::SqlxError(e))
+        | DbErr::Exec(RuntimeErr::SqlxError(e))
+        | DbErr::Query(RuntimeErr::SqlxError(e)) => e,
+        _ => return false,
+    };
+    match &**e {
+        sea_orm::sqlx::Error::Io(_)
+        | sea_orm::sqlx::Error::Tls(_)
+        | sea_orm::sqlx::Error::PoolClosed
+        | sea_orm::sqlx::Error::WorkerCrashed => true,
+        sea_orm::sqlx::Error::Database(db) => server_code(&**db).is_some_and(is_lost_code),
+        _ => false,
+    }
+}
+
+/// A MySQL-family or PostgreSQL error's code (SQLite's codes are owned
+/// strings: see [`classify`]).
+fn server_code(db: &dyn sea_orm::sqlx::error::DatabaseError) -> Option<ServerCode<'_>> {
+    #[cfg(feature = "mysql")]
+    if let Some(mysql) = db.try_downcast_ref::<sea_orm::sqlx::mysql::MySqlDatabaseError>() {
+        return Some(ServerCode::MySql(mysql.number()));
+    }
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = db.try_downcast_ref::<sea_orm::sqlx::postgres::PgDatabaseError>() {
+        return Some(ServerCode::Postgres(pg.code()));
+    }
+    let _ = db;
+    None
+}
+
+/// The server codes of a connection that is gone.
+fn is_lost_code(code: ServerCode<'_>) -> bool {
+    match code {
+        // ER_SERVER_SHUTDOWN, MariaDB's ER_CONNECTION_KILLED, the client's
+        // CR_SERVER_GONE_ERROR and CR_SERVER_LOST (as some proxies relay
+        // them), MySQL's ER_CLIENT_INTERACTION_TIMEOUT.
+        ServerCode::MySql(code) => matches!(code, 1053 | 1927 | 2006 | 2013 | 4031),
+        // Class 08 (connection exception); admin_shutdown (57P01, also
+        // `pg_terminate_backend`), crash_shutdown, cannot_connect_now.
+        ServerCode::Postgres(code) => {
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        }
+        ServerCode::Sqlite(_) => false,
+    }
+}
+
+/// Which server family reported `err`, if a server did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    MySql,
+    Postgres,
+    Sqlite,
+}
+
+/// The family of the server that reported `err` for a statement (`None`
+/// for client-side failures).
+pub(crate) fn server_family(err: &DbErr) -> Option<Family> {
+    let (DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e))) = err
+    else {
+        return None;
+    };
+    let sea_orm::sqlx::Error::Database(db) = &**e else {
+        return None;
+    };
+    match server_code(&**db) {
+        Some(ServerCode::MySql(_)) => Some(Family::MySql),
+        Some(ServerCode::Postgres(_)) => Some(Family::Postgres),
+        Some(ServerCode::Sqlite(_)) | None => Some(Family::Sqlite),
+    }
 }
 
 /// Whether `err` says a table does not exist.
@@ -139,5 +211,40 @@ mod tests {
         for (code, expected) in table {
             assert_eq!(classify_code(code), expected, "{code:?}");
         }
+    }
+
+    #[test]
+    fn lost_connection_codes_are_not_conflicts() {
+        use ServerCode::*;
+        for code in [
+            MySql(1927),
+            MySql(2013),
+            MySql(1053),
+            Postgres("57P01"),
+            Postgres("08006"),
+        ] {
+            assert!(is_lost_code(code), "{code:?}");
+            assert_eq!(classify_code(code), None, "{code:?}");
+        }
+        for code in [
+            MySql(1205),
+            MySql(1317),
+            Postgres("57014"),
+            Postgres("40P01"),
+        ] {
+            assert!(!is_lost_code(code), "{code:?}");
+        }
+    }
+
+    #[test]
+    fn a_closed_pool_connection_is_lost() {
+        let closed = DbErr::ConnectionAcquire(sea_orm::ConnAcquireErr::ConnectionClosed);
+        assert!(is_connection_lost(&closed));
+        let busy = DbErr::ConnectionAcquire(sea_orm::ConnAcquireErr::Timeout);
+        assert!(!is_connection_lost(&busy));
+        let io = DbErr::Query(RuntimeErr::SqlxError(std::sync::Arc::new(
+            sea_orm::sqlx::Error::Io(std::io::ErrorKind::UnexpectedEof.into()),
+        )));
+        assert!(is_connection_lost(&io));
     }
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use sea_orm::DbErr;
 
+use crate::classify::{Conflict, Family, classify, is_connection_lost, server_family};
 use crate::level::Level;
 
 /// Shorthand for `Result<T, hierlock::Error>`.
@@ -118,11 +119,26 @@ pub enum Error {
     #[error("{0}")]
     Misuse(String),
 
+    /// The connection to the server is gone: the server shut down or
+    /// restarted, the connection was killed (`KILL`, `pg_terminate_backend`),
+    /// the network failed, or a failover moved the primary. The transaction
+    /// went with it ([`TxnState::Lost`]): retry on a new transaction.
+    #[error("lost the connection to the database while {doing}")]
+    ConnectionLost {
+        /// What hierlock was doing.
+        doing: String,
+        /// The driver's error.
+        #[source]
+        source: DbErr,
+    },
+
     /// Any other database error.
     #[error("database error while {doing}")]
     Database {
         /// What hierlock was doing.
         doing: String,
+        /// What the failure left in the caller's transaction.
+        txn_state: TxnState,
         /// The server's error.
         #[source]
         source: DbErr,
@@ -151,6 +167,8 @@ pub enum ErrorKind {
     NotCovered,
     /// See [`Error::Misuse`].
     Misuse,
+    /// See [`Error::ConnectionLost`].
+    ConnectionLost,
     /// See [`Error::Database`].
     Database,
 }
@@ -175,6 +193,10 @@ pub enum TxnState {
     /// The server aborted the transaction; every further statement fails
     /// until it is rolled back (PostgreSQL outside a savepoint).
     Aborted,
+    /// The connection is gone, and the transaction with it: the server rolled
+    /// it back, so no lock and no uncommitted write of it remains. Drop it
+    /// (its rollback fails harmlessly) and retry on a new transaction.
+    Lost,
 }
 
 impl Error {
@@ -190,16 +212,21 @@ impl Error {
             Error::Deadlock { .. } => ErrorKind::Deadlock,
             Error::NotCovered { .. } => ErrorKind::NotCovered,
             Error::Misuse(_) => ErrorKind::Misuse,
+            Error::ConnectionLost { .. } => ErrorKind::ConnectionLost,
             Error::Database { .. } => ErrorKind::Database,
         }
     }
 
-    /// Whether rolling back and running the whole transaction again may
-    /// succeed: true for lock conflicts (no-wait, timeout, deadlock).
+    /// Whether rolling back and running the whole transaction again, on a
+    /// new transaction, may succeed: true for lock conflicts (no-wait,
+    /// timeout, deadlock) and a lost connection.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.kind(),
-            ErrorKind::WouldBlock | ErrorKind::LockTimeout | ErrorKind::Deadlock
+            ErrorKind::WouldBlock
+                | ErrorKind::LockTimeout
+                | ErrorKind::Deadlock
+                | ErrorKind::ConnectionLost
         )
     }
 
@@ -212,17 +239,74 @@ impl Error {
             Error::NotProvisioned { txn_state, .. }
             | Error::WouldBlock { txn_state, .. }
             | Error::LockTimeout { txn_state, .. }
-            | Error::Deadlock { txn_state, .. } => *txn_state,
-            // An unknown server error may have done anything: assume the worst
-            // that still leaves the transaction usable for a rollback.
-            Error::Database { .. } => TxnState::PartiallyLocked,
+            | Error::Deadlock { txn_state, .. }
+            | Error::Database { txn_state, .. } => *txn_state,
+            Error::ConnectionLost { .. } => TxnState::Lost,
             _ => TxnState::Unchanged,
         }
     }
 
-    pub(crate) fn database(doing: impl Into<String>, source: DbErr) -> Self {
+    /// A SeaORM error of a statement that took no lock, while `doing`:
+    /// [`Error::ConnectionLost`] if the connection is gone, else
+    /// [`Error::Database`] in the state such a failure leaves (PostgreSQL
+    /// aborts the transaction; the MySQL family and SQLite fail only the
+    /// statement). For crates built on hierlock (its migration crate).
+    pub fn database(doing: impl Into<String>, source: DbErr) -> Self {
+        let state = match server_family(&source) {
+            Some(Family::Postgres) => TxnState::Aborted,
+            _ => TxnState::Unchanged,
+        };
+        Error::database_in(doing, source, state)
+    }
+
+    /// A failed statement of the caller's own (not a lock statement),
+    /// classified with hierlock's code table: lock conflicts are typed like
+    /// hierlock's own, with the state the server leaves.
+    pub(crate) fn from_statement(doing: &str, source: DbErr) -> Self {
+        let what = "a row lock of one of the transaction's statements".to_owned();
+        let family = server_family(&source);
+        // PostgreSQL aborts the transaction on any failed statement; InnoDB
+        // rolls a deadlock victim back and only the statement otherwise.
+        let conflict_state = match family {
+            Some(Family::Postgres) => TxnState::Aborted,
+            _ => TxnState::Unchanged,
+        };
+        match classify(&source) {
+            Some(Conflict::Deadlock) => Error::Deadlock {
+                what,
+                txn_state: match family {
+                    Some(Family::MySql) => TxnState::RolledBack,
+                    _ => TxnState::Aborted,
+                },
+                source,
+            },
+            Some(Conflict::Busy) => Error::LockTimeout {
+                what,
+                waited: None,
+                txn_state: conflict_state,
+                source,
+            },
+            Some(Conflict::NoWait) => Error::WouldBlock {
+                what,
+                txn_state: conflict_state,
+                source: Some(source),
+            },
+            None => Error::database(doing, source),
+        }
+    }
+
+    /// A failed statement that leaves the transaction in `state` (unless the
+    /// connection is gone).
+    pub(crate) fn database_in(doing: impl Into<String>, source: DbErr, state: TxnState) -> Self {
+        if is_connection_lost(&source) {
+            return Error::ConnectionLost {
+                doing: doing.into(),
+                source,
+            };
+        }
         Error::Database {
             doing: doing.into(),
+            txn_state: state,
             source,
         }
     }
@@ -235,7 +319,8 @@ impl Error {
             Error::NotProvisioned { txn_state, .. }
             | Error::WouldBlock { txn_state, .. }
             | Error::LockTimeout { txn_state, .. }
-            | Error::Deadlock { txn_state, .. } => *txn_state = state,
+            | Error::Deadlock { txn_state, .. }
+            | Error::Database { txn_state, .. } => *txn_state = state,
             _ => {}
         }
         self

@@ -1,8 +1,10 @@
 //! Locks that own their transaction: [`LockHandle`], the seed's `LockHandle`.
 
+use std::time::Duration;
+
 use sea_orm::{
-    AccessMode, DatabaseConnection, DatabaseTransaction, DbBackend, IsolationLevel,
-    TransactionTrait,
+    AccessMode, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
+    IsolationLevel, Statement, TransactionTrait,
 };
 
 use crate::acquire::{Held, Locker};
@@ -18,9 +20,16 @@ use crate::target::Request;
 /// transaction (calls to other services, files…). When the protected writes
 /// are in the database, prefer [`Locker::acquire`] on their own transaction:
 /// the locks then commit and roll back with the writes.
+///
+/// Dropping a handle rolls its transaction back; with no async runtime left
+/// (after the runtime shut down) the connection is closed instead, and the
+/// server releases the locks when it sees the connection go. Dropping never
+/// panics.
 #[derive(Debug)]
+#[must_use = "the locks are released as soon as the handle is dropped"]
 pub struct LockHandle {
-    txn: DatabaseTransaction,
+    /// `None` only while being released or dropped.
+    txn: Option<DatabaseTransaction>,
     held: Held,
 }
 
@@ -60,7 +69,10 @@ impl Locker {
         let held = self
             .lock_on(&txn, requests.into_iter().map(Into::into).collect(), wait)
             .await?;
-        Ok(LockHandle { txn, held })
+        Ok(LockHandle {
+            txn: Some(txn),
+            held,
+        })
     }
 }
 
@@ -80,10 +92,68 @@ impl LockHandle {
     /// # Errors
     /// [`Error::Database`] if the rollback fails (the server then releases
     /// the locks when the connection closes).
-    pub async fn release(self) -> Result<()> {
-        self.txn
-            .rollback()
+    pub async fn release(mut self) -> Result<()> {
+        let Some(txn) = self.txn.take() else {
+            return Ok(());
+        };
+        txn.rollback()
             .await
             .map_err(|e| Error::database("releasing locks", e))
+    }
+
+    /// Whether the locks are still held: asks the server, on the handle's
+    /// own connection. `false` once the connection is gone (the server
+    /// restarted, the connection was killed): the server released the locks
+    /// with it, and whatever they protected may have changed.
+    pub async fn is_held(&self) -> bool {
+        let Some(txn) = &self.txn else {
+            return false;
+        };
+        let ping = Statement::from_string(txn.get_database_backend(), "SELECT 1");
+        txn.query_one_raw(ping).await.is_ok()
+    }
+
+    /// Resolves when the locks are lost: checks [`LockHandle::is_held`]
+    /// every `every`, and returns once it is `false` (DistributedLock's
+    /// `HandleLostToken`). Race it with the work the locks protect:
+    ///
+    /// ```no_run
+    /// # async fn demo(handle: hierlock::LockHandle) {
+    /// # async fn long_job() {}
+    /// use std::time::Duration;
+    /// tokio::select! {
+    ///     () = long_job() => {}
+    ///     () = handle.lost(Duration::from_secs(1)) => eprintln!("lock lost: stop"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn lost(&self, every: Duration) {
+        while self.is_held().await {
+            tokio::time::sleep(every).await;
+        }
+    }
+}
+
+impl Drop for LockHandle {
+    fn drop(&mut self) {
+        let Some(txn) = self.txn.take() else { return };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // SeaORM queues the rollback; sqlx runs it as the connection goes
+            // back to its pool.
+            drop(txn);
+            return;
+        }
+        // No runtime: sqlx would panic spawning the connection's return to
+        // the pool. Give it a runtime to spawn into, and drop that runtime,
+        // which closes the connection: the server then releases the locks.
+        match tokio::runtime::Builder::new_current_thread().build() {
+            Ok(runtime) => {
+                let _entered = runtime.enter();
+                drop(txn);
+            }
+            // Not even a runtime can be built: leak the connection rather
+            // than panic in a destructor (the process is shutting down).
+            Err(_) => std::mem::forget(txn),
+        }
     }
 }

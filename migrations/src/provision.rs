@@ -323,5 +323,5 @@ async fn execute(
 }
 
 fn database(doing: String, source: DbErr) -> Error {
-    Error::Database { doing, source }
+    Error::database(doing, source)
 }

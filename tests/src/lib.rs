@@ -129,6 +129,28 @@ impl Fixture {
         }
     }
 
+    /// The lock space `Fixture::new(backend, test, ..)` made, reached again
+    /// on a new pool (for a test whose first pool is gone with its runtime).
+    ///
+    /// # Panics
+    /// If the server is unreachable or the locker cannot connect.
+    pub async fn reconnect(backend: Backend, test: &str, config: Config) -> Fixture {
+        let url = match backend {
+            Backend::Sqlite => sqlite_url_of(&sqlite_path(test)),
+            _ => backend.url(),
+        };
+        let db = connect(&url).await;
+        let locker = Locker::connect(&db, config.clone())
+            .await
+            .unwrap_or_else(|e| panic!("connecting a locker on {backend:?}: {e}"));
+        Fixture {
+            backend,
+            db,
+            locker,
+            config,
+        }
+    }
+
     /// Begin a transaction (the server's default isolation).
     pub async fn begin(&self) -> DatabaseTransaction {
         self.db.begin().await.expect("begin")
@@ -257,11 +279,20 @@ async fn drop_tables(db: &DatabaseConnection, config: &Config) {
     }
 }
 
+/// A fresh SQLite file for `test`.
 fn sqlite_url(test: &str) -> String {
+    let path = sqlite_path(test);
+    let _ = std::fs::remove_file(&path);
+    sqlite_url_of(&path)
+}
+
+fn sqlite_path(test: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join("hierlock-tests");
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(format!("{test}-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    dir.join(format!("{test}-{}.db", std::process::id()))
+}
+
+fn sqlite_url_of(path: &std::path::Path) -> String {
     format!("sqlite://{}?mode=rwc", path.display())
 }
 

@@ -7,6 +7,7 @@
 
 mod deadlock;
 mod errors;
+mod faults;
 mod handle;
 mod matrix;
 mod protected;
@@ -67,6 +68,10 @@ macro_rules! exact_tests {
         common_tests!($backend => $variant;
             scenarios::scenario_6_unordered_separate_calls_can_deadlock,
             sql::locks_are_taken_in_key_order_whatever_the_input_order,
+            faults::a_killed_holder_is_connection_lost_and_its_locks_go_with_it,
+            faults::a_waiter_killed_while_waiting_is_connection_lost,
+            faults::retry_runs_again_after_a_killed_connection,
+            faults::retry_runs_again_after_a_deadlock,
             errors::transaction_of_another_database_is_misuse,
             errors::server_lock_wait_timeout_while_blocking_is_lock_timeout,
             protected::protected_upsert_never_writes_a_row_inserted_since_the_check
@@ -100,3 +105,31 @@ exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     errors::dropped_table_is_not_provisioned,
     errors::postgres_failure_leaves_the_transaction_usable);
 common_tests!(sqlite => hierlock_tests::Backend::Sqlite);
+
+/// Tests that build their own runtimes (a runtime shutting down is the fault).
+mod runtime_shutdown {
+    use hierlock_tests::Backend;
+
+    use crate::faults::a_handle_dropped_after_its_runtime_does_not_panic as test;
+
+    #[test]
+    fn mariadb() {
+        test(Backend::MariaDb);
+    }
+    #[test]
+    fn mysql() {
+        test(Backend::MySql);
+    }
+    #[test]
+    fn postgres() {
+        test(Backend::Postgres);
+    }
+    #[test]
+    fn postgres_buckets() {
+        test(Backend::PostgresBuckets);
+    }
+    #[test]
+    fn sqlite() {
+        test(Backend::Sqlite);
+    }
+}

@@ -1,0 +1,211 @@
+//! Running lock-taking work in a transaction, again on retryable failures:
+//! [`retry`] and its [`RetryPolicy`].
+
+use std::time::Duration;
+
+use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};
+
+use crate::classify::{classify, is_connection_lost};
+use crate::error::Error;
+
+/// How [`retry`] retries: at most `max_attempts` runs, waiting a jittered,
+/// exponentially growing backoff between them.
+///
+/// The n-th wait is a random duration in `[b/2, b]`, with
+/// `b = min(max_backoff, first_backoff × 2ⁿ⁻¹)`: contenders that failed
+/// together do not come back together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    max_attempts: u32,
+    first_backoff: Duration,
+    max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 5 attempts; backoffs from 10 ms, at most 1 s.
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            first_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Run the work at most `attempts` times (at least once).
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// Back off `first` after the first failure, doubling up to `max`.
+    pub fn with_backoff(mut self, first: Duration, max: Duration) -> Self {
+        self.first_backoff = first;
+        self.max_backoff = max.max(first);
+        self
+    }
+
+    /// How many times the work runs at most.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The wait after failed attempt `attempt` (1-based).
+    fn backoff(&self, attempt: u32) -> Duration {
+        let doubled = self
+            .first_backoff
+            .saturating_mul(1u32 << (attempt - 1).min(20));
+        let cap = doubled.min(self.max_backoff);
+        cap / 2 + cap.mul_f64(fastrand::f64() / 2.0)
+    }
+}
+
+/// An error [`retry`] can judge: whether running the whole transaction again,
+/// on a new transaction, may succeed.
+///
+/// Implemented for [`hierlock::Error`](Error) and SeaORM's `DbErr`;
+/// implement it for your error type by delegating to the one it wraps.
+pub trait Retryable {
+    /// Whether a new attempt may succeed.
+    fn is_retryable(&self) -> bool;
+}
+
+impl Retryable for Error {
+    fn is_retryable(&self) -> bool {
+        Error::is_retryable(self)
+    }
+}
+
+impl Retryable for DbErr {
+    /// Lock conflicts of the transaction's own statements (timeouts,
+    /// deadlocks, as [`conflict_kind`](crate::conflict_kind) classifies
+    /// them) and lost connections.
+    fn is_retryable(&self) -> bool {
+        classify(self).is_some() || is_connection_lost(self)
+    }
+}
+
+/// Run `work` in a new transaction of `db` and commit it; if it fails with a
+/// [retryable](Retryable) error (a lock timeout, a deadlock, a lost
+/// connection), roll back, back off as `policy` says and run it again on a
+/// new transaction.
+///
+/// `work` is an async closure (`async |txn| { .. }`): it may borrow from its
+/// surroundings and from the transaction. This is the way to run lock-taking
+/// work: `#[hierlocked]` methods and
+/// [`Locker::acquire`](crate::Locker::acquire) take their locks on the
+/// attempt's transaction, and each attempt starts from nothing.
+///
+/// ```no_run
+/// use hierlock::{Locker, RetryPolicy, Target, retry};
+/// use hierlock::sea_orm::DatabaseConnection;
+///
+/// # async fn demo(db: DatabaseConnection, locker: Locker) -> hierlock::Result<()> {
+/// let policy = RetryPolicy::default();
+/// let total = retry(&db, &policy, async |txn| {
+///     locker.acquire(txn, [Target::account("u1", "a1").write()]).await?;
+///     // … reads and writes on `txn` …
+///     Ok(42)
+/// })
+/// .await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// The work's error when it is not retryable or the last attempt failed;
+/// `E::from(DbErr)` when the transaction cannot begin or commit. A
+/// connection lost *during* the commit is not retried: whether the commit
+/// took effect is unknown (make the work idempotent to retry it yourself).
+pub async fn retry<T, E, F>(
+    db: &DatabaseConnection,
+    policy: &RetryPolicy,
+    mut work: F,
+) -> Result<T, E>
+where
+    F: AsyncFnMut(&DatabaseTransaction) -> Result<T, E>,
+    E: Retryable + From<DbErr>,
+{
+    let mut attempt = 1;
+    loop {
+        let failure: E = match run_once(db, &mut work).await {
+            Ok(value) => return Ok(value),
+            Err(Attempt::Commit(err)) => return Err(E::from(err)),
+            Err(Attempt::Failed(err)) => err,
+        };
+        if !failure.is_retryable() || attempt >= policy.max_attempts {
+            return Err(failure);
+        }
+        let wait = policy.backoff(attempt);
+        tracing::debug!(
+            attempt,
+            ?wait,
+            "hierlock::retry: retryable failure, backing off"
+        );
+        tokio::time::sleep(wait).await;
+        attempt += 1;
+    }
+}
+
+/// How one attempt failed.
+enum Attempt<E> {
+    /// Before or during the work (retryable if `E` says so).
+    Failed(E),
+    /// The commit failed with the connection gone: its outcome is unknown.
+    Commit(DbErr),
+}
+
+async fn run_once<T, E, F>(db: &DatabaseConnection, work: &mut F) -> Result<T, Attempt<E>>
+where
+    F: AsyncFnMut(&DatabaseTransaction) -> Result<T, E>,
+    E: Retryable + From<DbErr>,
+{
+    let txn = db.begin().await.map_err(|e| Attempt::Failed(E::from(e)))?;
+    let value = match work(&txn).await {
+        Ok(value) => value,
+        Err(err) => {
+            // A failed rollback (the connection is gone) changes nothing:
+            // the server rolls back a transaction whose connection closed.
+            let _ = txn.rollback().await;
+            return Err(Attempt::Failed(err));
+        }
+    };
+    match txn.commit().await {
+        Ok(()) => Ok(value),
+        Err(err) if is_connection_lost(&err) => Err(Attempt::Commit(err)),
+        Err(err) => Err(Attempt::Failed(E::from(err))),
+    }
+}
+
+impl From<DbErr> for Error {
+    /// A failed statement of the caller's own, typed like hierlock's: a lock
+    /// conflict as [`Error::LockTimeout`] / [`Error::Deadlock`] /
+    /// [`Error::WouldBlock`], a lost connection as
+    /// [`Error::ConnectionLost`], anything else as [`Error::Database`].
+    fn from(err: DbErr) -> Self {
+        Error::from_statement("running a statement of the transaction", err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoffs_grow_jittered_and_capped() {
+        let policy = RetryPolicy::default()
+            .with_backoff(Duration::from_millis(10), Duration::from_millis(60));
+        for _ in 0..100 {
+            let first = policy.backoff(1);
+            assert!(first >= Duration::from_millis(5) && first <= Duration::from_millis(10));
+            let third = policy.backoff(3);
+            assert!(third >= Duration::from_millis(20) && third <= Duration::from_millis(40));
+            let tenth = policy.backoff(10);
+            assert!(tenth >= Duration::from_millis(30) && tenth <= Duration::from_millis(60));
+        }
+        assert_eq!(
+            RetryPolicy::default().with_max_attempts(0).max_attempts(),
+            1
+        );
+    }
+}
