@@ -179,21 +179,29 @@ where
     R::from_error(R::Error::from_lock_error(error))
 }
 
-/// The bound of `Entity::update_many` on a protected entity: never met.
-#[diagnostic::on_unimplemented(
-    message = "`update_many` is not available on protected entity `{E}`",
-    label = "its filter could reach rows that the lock does not cover",
-    note = "update the rows one by one: `Entity::update(model).exec(&lock)` checks each against the proof"
-)]
-pub trait NoUpdateMany<E> {}
+/// The supertraits that seal hierlock's guard traits: a user crate cannot
+/// name them, so it cannot implement the traits they seal.
+pub(crate) mod sealed {
+    /// The supertrait of the `No*` guard traits: implemented by nothing, so
+    /// that no crate can lift a guard with `impl NoModelDelete<..> for &() {}`.
+    #[diagnostic::on_unimplemented(
+        message = "hierlock's guards of protected entities are sealed: `{Self}` cannot implement them",
+        label = "this impl would let SeaORM write a protected entity without a lock",
+        note = "write protected entities in a `#[hierlocked]` method with its proof: `Entity::insert/update/delete(..).exec(&lock)`"
+    )]
+    pub trait Guard {}
 
-/// The bound of `Entity::delete_many` on a protected entity: never met.
-#[diagnostic::on_unimplemented(
-    message = "`delete_many` is not available on protected entity `{E}`",
-    label = "its filter could reach rows that the lock does not cover",
-    note = "delete the rows one by one: `Entity::delete(model).exec(&lock)` or `Entity::delete_by_id(id).exec(&lock)` checks each against the proof"
-)]
-pub trait NoDeleteMany<E> {}
+    /// The supertrait of [`WriteProof`](crate::WriteProof): only the proof of
+    /// a `#[hierlocked]` call, [`Locked`](crate::Locked), is one.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a lock proof: `WriteProof` is sealed",
+        label = "only `hierlock::Locked`, the proof a `#[hierlocked]` method gets, proves locks",
+        note = "take the locks with `#[hierlocked(..)]` (or `Locker::acquire`) and pass `&lock`"
+    )]
+    pub trait Proof {}
+
+    impl<L, A> Proof for crate::proof::Locked<'_, L, A> {}
+}
 
 /// The bound of SeaORM's `ActiveModel` writes on a protected active model:
 /// never met.
@@ -202,7 +210,7 @@ pub trait NoDeleteMany<E> {}
     label = "writes the row with no lock proof",
     note = "write it in a `#[hierlocked]` method with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)` or `Entity::delete(am).exec(&lock)` (`save` is `insert` or `update`)"
 )]
-pub trait NoActiveModelWrite<E> {}
+pub trait NoActiveModelWrite<E>: sealed::Guard {}
 
 /// The bound of `Model::delete` on a protected model: never met.
 #[diagnostic::on_unimplemented(
@@ -210,16 +218,16 @@ pub trait NoActiveModelWrite<E> {}
     label = "deletes the row with no lock proof",
     note = "delete it in a `#[hierlocked]` method with the proof: `Entity::delete(model).exec(&lock)`"
 )]
-pub trait NoModelDelete<E> {}
+pub trait NoModelDelete<E>: sealed::Guard {}
 
 /// The bound of the writes of a protected entity's raw SeaORM entity
 /// (`Table`): never met.
 #[diagnostic::on_unimplemented(
     message = "`Table` of `{E}` is the raw SeaORM entity: its writes would run without a lock",
     label = "writes rows of a protected entity with no lock proof",
-    note = "`Table` is for what SeaORM takes an entity for (relations, `find_related`, partial models); write through `{E}` in a `#[hierlocked]` method: `Entity::insert(am).exec(&lock)`, `update`, `delete`, `delete_by_id`, `insert_many`"
+    note = "`Table` is for what SeaORM takes an entity for (relations, `find_related`, partial models); write through `{E}` in a `#[hierlocked]` method: `Entity::insert(am).exec(&lock)`, `update`, `delete`, `delete_by_id`, `insert_many`, `update_many`, `delete_many`"
 )]
-pub trait NoTableWrite<E> {}
+pub trait NoTableWrite<E>: sealed::Guard {}
 
 /// What `#[protected]` makes SeaORM's derive implement in place of
 /// `sea_orm::IntoActiveModel` (see the expansion of `#[protected]`): a model

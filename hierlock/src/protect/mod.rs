@@ -116,7 +116,7 @@ pub fn active_value<T: Into<Value>>(field: &ActiveValue<T>) -> Option<&T> {
     label = "expected `&lock`, the proof `#[hierlocked]` gives the method body",
     note = "annotate the method with `#[hierlocked(user = .., account = ..)]` and pass `&lock`; the write then runs on the proof's transaction"
 )]
-pub trait WriteProof<T: LevelMarker> {
+pub trait WriteProof<T: LevelMarker>: crate::__private::sealed::Proof {
     /// The locks the proof holds.
     #[doc(hidden)]
     fn lock_set(&self) -> &LockSet<'_>;

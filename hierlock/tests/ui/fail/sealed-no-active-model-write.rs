@@ -1,0 +1,10 @@
+//! A crate cannot lift the guard by implementing the marker trait itself.
+
+#[path = "../support/entities.rs"]
+mod entities;
+
+use entities::account;
+
+impl hierlock::__private::NoActiveModelWrite<account::Entity> for &'static () {}
+
+fn main() {}
