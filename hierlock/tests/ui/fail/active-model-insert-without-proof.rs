@@ -1,12 +1,8 @@
 #[path = "../support/entities.rs"]
 mod entities;
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Waker};
-
 use entities::account;
-use hierlock::sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseTransaction, DbErr};
+use hierlock::sea_orm::{ActiveValue::Set, DatabaseTransaction, DbErr};
 
 async fn open(txn: &DatabaseTransaction) -> Result<(), DbErr> {
     let row = account::ActiveModel {
@@ -18,12 +14,6 @@ async fn open(txn: &DatabaseTransaction) -> Result<(), DbErr> {
     Ok(())
 }
 
-/// Reached from `main`, so that `cargo build` instantiates the insert.
-fn run(txn: &DatabaseTransaction) {
-    let _ = pin!(open(txn)).poll(&mut Context::from_waker(Waker::noop()));
-}
-
 fn main() {
-    let run: fn(&DatabaseTransaction) = run;
-    let _ = run;
+    let _ = open;
 }

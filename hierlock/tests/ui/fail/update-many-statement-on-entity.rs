@@ -2,11 +2,12 @@
 mod entities;
 
 use entities::account;
-use hierlock::sea_orm::{ColumnTrait, DatabaseTransaction, DbErr, QueryFilter};
+use hierlock::sea_orm::sea_query::Expr;
+use hierlock::sea_orm::{DatabaseTransaction, DbErr, Update};
 
 async fn reset(txn: &DatabaseTransaction) -> Result<(), DbErr> {
-    account::Entity::delete_many()
-        .filter(account::Column::Balance.eq(0))
+    Update::many(account::Entity)
+        .col_expr(account::Column::Balance, Expr::value(0))
         .exec(txn)
         .await?;
     Ok(())

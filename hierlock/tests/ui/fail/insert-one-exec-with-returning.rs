@@ -1,0 +1,19 @@
+#[path = "../support/entities.rs"]
+mod entities;
+
+use entities::account;
+use hierlock::sea_orm::{ActiveValue::Set, DatabaseTransaction, DbErr, Insert};
+
+async fn open(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    let row = account::ActiveModel {
+        id: Set(1),
+        user_id: Set(1),
+        balance: Set(0),
+    };
+    let _created = Insert::one(row).exec_with_returning(txn).await?;
+    Ok(())
+}
+
+fn main() {
+    let _ = open;
+}
