@@ -266,4 +266,4 @@ mod reexport {
     }
 }
 
-
+fn main() {}
