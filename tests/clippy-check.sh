@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Check docs/clippy.recommended.toml: clippy must flag every path it lists.
+#
+#   tests/clippy-check.sh
+#
+# tests/clippy-fixture (whose clippy.toml is a link to the shipped file)
+# calls each listed path once behind its `disallowed` feature; this script
+# runs clippy on it with that feature and fails, naming the paths, unless a
+# `disallowed_methods` warning fires for each one. It also fails if a listed
+# path no longer resolves (renamed in a SeaORM release), or if the expansion
+# of `#[protected]` itself is flagged (every user of the file would see it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+config=docs/clippy.recommended.toml
+mapfile -t paths < <(sed -n 's/^ *{ *path *= *"\([^"]*\)".*/\1/p' "$config")
+if [ "${#paths[@]}" -eq 0 ]; then
+    echo "tests/clippy-check.sh: no paths found in $config" >&2
+    exit 1
+fi
+
+# Touch the fixture so that clippy re-checks it (cargo caches clean runs).
+touch tests/clippy-fixture/src/lib.rs
+output=$(cargo clippy -p hierlock-clippy-fixture --features disallowed \
+    --message-format=short 2>&1) || {
+    echo "$output" >&2
+    echo "tests/clippy-check.sh: clippy failed on the fixture" >&2
+    exit 1
+}
+
+if grep -q "does not refer to" <<<"$output"; then
+    grep "does not refer to" <<<"$output" >&2
+    echo "tests/clippy-check.sh: $config names a path clippy cannot resolve" >&2
+    exit 1
+fi
+
+# The expansion of #[protected] (in src/lib.rs) must not be flagged: users of
+# the configuration would get a warning for every protected entity.
+if grep -q "src/lib.rs:.*disallowed method" <<<"$output"; then
+    grep "src/lib.rs:.*disallowed method" <<<"$output" >&2
+    echo "tests/clippy-check.sh: the expansion of #[protected] calls a flagged path" >&2
+    exit 1
+fi
+
+missing=()
+for path in "${paths[@]}"; do
+    grep -qF "use of a disallowed method \`$path\`" <<<"$output" || missing+=("$path")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "$output" >&2
+    echo "tests/clippy-check.sh: not flagged in tests/clippy-fixture:" >&2
+    printf '  %s\n' "${missing[@]}" >&2
+    exit 1
+fi
+echo "tests/clippy-check.sh: all ${#paths[@]} paths of $config are flagged"

@@ -1,0 +1,100 @@
+//! One call per path of `docs/clippy.recommended.toml`, each on the
+//! protected `account` entity where the path can reach it: every one of these
+//! compiles and writes without a lock proof.
+
+use hierlock::sea_orm::sea_query::{
+    DeleteStatement, Expr, InsertStatement, Query, UpdateStatement,
+};
+use hierlock::sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseTransaction, DbErr, Delete,
+    EntityTrait, Insert, InsertMany, TryInsert, Update,
+};
+
+use crate::account;
+
+/// The raw SeaORM active model, reached through `Table`.
+type RawActiveModel = <account::Table as EntityTrait>::ActiveModel;
+
+fn raw() -> RawActiveModel {
+    let mut am = <RawActiveModel as ActiveModelTrait>::default();
+    am.id = Set(1);
+    am.user_id = Set(1);
+    am.balance = Set(0);
+    am
+}
+
+/// Bulk statements on `Table`.
+pub async fn bulk(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    Update::many(account::Table)
+        .col_expr(account::Column::Balance, Expr::value(0))
+        .exec(txn)
+        .await?;
+    Delete::many(account::Table).exec(txn).await?;
+    Ok(())
+}
+
+/// `EntityTrait`'s writes on `Table`.
+pub async fn entity_trait(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    <account::Table as EntityTrait>::update_many()
+        .col_expr(account::Column::Balance, Expr::value(0))
+        .exec(txn)
+        .await?;
+    <account::Table as EntityTrait>::delete_many()
+        .exec(txn)
+        .await?;
+    <account::Table as EntityTrait>::delete_by_id(1)
+        .exec(txn)
+        .await?;
+    <account::Table as EntityTrait>::delete(raw())
+        .exec(txn)
+        .await?;
+    <account::Table as EntityTrait>::insert(raw())
+        .exec(txn)
+        .await?;
+    <account::Table as EntityTrait>::insert_many([raw()])
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
+/// Statement constructors and active-model writes on the raw active model.
+pub async fn raw_active_model(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    Insert::one(raw()).exec(txn).await?;
+    Insert::many([raw()]).exec(txn).await?;
+    InsertMany::many([raw()]).exec(txn).await?;
+    TryInsert::one(raw()).exec(txn).await?;
+    TryInsert::many([raw()]).exec(txn).await?;
+    Delete::one(raw()).exec(txn).await?;
+    raw().delete(txn).await?;
+    raw().update_without_returning(txn).await?;
+    Ok(())
+}
+
+/// Raw SQL and sea-query statements.
+pub async fn raw_sql(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    txn.execute_unprepared("DELETE FROM accounts").await?;
+    txn.execute_raw(backend.build(&Query::delete().from_table(account::Table).to_owned()))
+        .await?;
+    txn.execute(
+        &Query::update()
+            .table(account::Table)
+            .value(account::Column::Balance, 0)
+            .to_owned(),
+    )
+    .await?;
+    txn.execute(
+        &Query::insert()
+            .into_table(account::Table)
+            .columns([account::Column::Id])
+            .values_panic([1.into()])
+            .to_owned(),
+    )
+    .await?;
+    let _ = (
+        InsertStatement::new(),
+        UpdateStatement::new(),
+        DeleteStatement::new(),
+    );
+    Ok(())
+}
