@@ -97,8 +97,8 @@ where
     /// The rows the filter matches are read `FOR UPDATE` and each is checked
     /// against the proof (where it is, and where [`set`](Self::set) moves
     /// it); the update then runs on the user's filter and the checked
-    /// primary keys, 500 keys per statement. Nothing to
-    /// set, or no row matched: nothing is written, `Ok(0)`.
+    /// primary keys, 500 keys per statement. Nothing to set, or no row
+    /// matched: nothing is written, `Ok(0)`.
     ///
     /// # Errors
     /// - [`Error::Misuse`]: a [`col_expr`](Self::col_expr) writes an ID
