@@ -1,11 +1,18 @@
 //! `#[hierlocked]`: validate the arguments against the function, then insert
 //! the lock prologue before the function's own body.
+//!
+//! Two shapes of function are accepted: an `async fn`, and the `fn` that
+//! `#[async_trait]` makes of one (it runs first, being on the impl or trait
+//! around the method), whose body is `Box::pin(async move { .. })`: there
+//! the prologue goes inside the async block, after async-trait's own
+//! statements (as tracing-attributes' `AsyncInfo` does).
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{
-    AttrStyle, Expr, FnArg, Ident, ItemFn, Pat, Path, ReturnType, Signature, Type, parse_quote,
+    AttrStyle, Block, Expr, ExprAsync, FnArg, Ident, ItemFn, Pat, Path, ReturnType, Signature,
+    Stmt, Type, parse_quote,
 };
 
 use crate::attr::{HierlockedArgs, Slot};
@@ -38,15 +45,27 @@ pub(crate) fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// What the prologue does, every argument resolved.
 struct Plan {
+    /// The function is `#[async_trait]`'s rewrite of an `async fn`.
+    async_trait: bool,
     krate: Path,
     level: &'static str,
     read: bool,
     requests: TokenStream,
     wait: TokenStream,
     locker: TokenStream,
-    txn: Ident,
+    txn: Transaction,
     proof: Ident,
     within: TokenStream,
+}
+
+/// The transaction parameter.
+struct Transaction {
+    name: Ident,
+    /// Its type is a reference (`&'t DatabaseTransaction`, `&'t C`): the
+    /// prologue then reborrows the transaction itself rather than the
+    /// parameter, so that the proof can live as long as `'t` (and be
+    /// returned).
+    by_reference: bool,
 }
 
 impl Plan {
@@ -67,7 +86,8 @@ impl Plan {
             mut ctxt,
         } = args;
         let sig = &func.sig;
-        if sig.asyncness.is_none() {
+        let async_trait = sig.asyncness.is_none() && async_trait_body(&func.block).is_some();
+        if sig.asyncness.is_none() && !async_trait {
             ctxt.error(
                 sig.fn_token.span,
                 format!(
@@ -121,6 +141,7 @@ impl Plan {
             return Err(no_error());
         };
         Ok(Plan {
+            async_trait,
             krate,
             level,
             read,
@@ -135,6 +156,7 @@ impl Plan {
 
     fn expand(self, func: ItemFn) -> TokenStream {
         let Plan {
+            async_trait,
             krate,
             level,
             read,
@@ -149,7 +171,7 @@ impl Plan {
             attrs,
             vis,
             sig,
-            block,
+            mut block,
         } = func;
         let (inner, outer): (Vec<_>, Vec<_>) = attrs
             .into_iter()
@@ -164,30 +186,192 @@ impl Plan {
             ReturnType::Type(_, ty) => ty.span(),
             ReturnType::Default => sig.ident.span(),
         };
+        let output = async_trait_body(&block)
+            .and_then(|body| body.output)
+            .unwrap_or(output);
         let fail = respan(quote!(#krate::__private::lock_failed(#error)), output);
-        let txn_ref = quote_spanned!(txn.span()=> #krate::__private::txn(&#txn));
-        quote! {
-            #(#outer)*
-            #vis #sig {
-                #(#inner)*
-                #[allow(unused_variables)]
-                let #proof: #krate::Locked<'_, #krate::proof::#level, #access> =
-                    match #krate::__private::acquire::<#krate::proof::#level, #access>(
-                        #locker,
-                        #txn_ref,
-                        #requests,
-                        #wait,
-                        #within,
-                    )
-                    .await
-                    {
-                        ::core::result::Result::Ok(#proved) => #proved,
-                        ::core::result::Result::Err(#error) => return #fail,
-                    };
-                #block
+        let Transaction { name, by_reference } = txn;
+        let txn_ref = if by_reference {
+            // `&*txn`: a reborrow of the transaction for all of `'t`, not a
+            // borrow of the local parameter.
+            quote_spanned!(name.span()=> #krate::__private::txn(&*#name))
+        } else {
+            quote_spanned!(name.span()=> #krate::__private::txn(&#name))
+        };
+        let prologue = quote! {
+            #[allow(unused_variables)]
+            let #proof: #krate::Locked<'_, #krate::proof::#level, #access> =
+                match #krate::__private::acquire::<#krate::proof::#level, #access>(
+                    #locker,
+                    #txn_ref,
+                    #requests,
+                    #wait,
+                    #within,
+                )
+                .await
+                {
+                    ::core::result::Result::Ok(#proved) => #proved,
+                    ::core::result::Result::Err(#error) => return #fail,
+                };
+        };
+        if async_trait {
+            // async-trait has bound `self` to `__self` in the async block.
+            let prologue = if receiver(&sig).is_some() {
+                rename_self(prologue)
+            } else {
+                prologue
+            };
+            if let Some(body) = async_trait_body_mut(&mut block) {
+                // Tokens as they are, not reparsed: they were generated here.
+                let prologue = Stmt::Expr(Expr::Verbatim(prologue), None);
+                body.block.stmts.insert(body.insert_at, prologue);
+            }
+            let stmts = &block.stmts;
+            quote! {
+                #(#outer)*
+                #vis #sig {
+                    #(#inner)*
+                    #(#stmts)*
+                }
+            }
+        } else {
+            quote! {
+                #(#outer)*
+                #vis #sig {
+                    #(#inner)*
+                    #prologue
+                    #block
+                }
             }
         }
     }
+}
+
+/// Where the user's body is in `#[async_trait]`'s rewrite of an `async fn`:
+///
+/// ```text
+/// fn f<'life0, 'async_trait>(&'life0 self, ..) -> Pin<Box<dyn Future<Output = R> + Send + 'async_trait>> {
+///     Box::pin(async move {
+///         if let Some(__ret) = None::<R> { return __ret; }   // a type hint
+///         let __self = self;                                  // the parameters
+///         let x = x;
+///         let __ret: R = { body };                            // <- the prologue goes before this
+///         __ret
+///     })
+/// }
+/// ```
+struct AsyncTraitBody<'a> {
+    block: &'a mut Block,
+    insert_at: usize,
+}
+
+/// The span of `R` in `let __ret: R = { body }`, and where the body starts.
+struct AsyncTraitShape {
+    output: Option<Span>,
+    insert_at: usize,
+}
+
+/// The async block of `Box::pin(async move { .. })` (or a bare
+/// `async move { .. }`), the last expression of `block`.
+fn async_block(block: &Block) -> Option<&ExprAsync> {
+    match block.stmts.last()? {
+        Stmt::Expr(Expr::Async(body), None) => Some(body),
+        Stmt::Expr(Expr::Call(call), None) if is_box_pin(&call.func) && call.args.len() == 1 => {
+            match call.args.first()? {
+                Expr::Async(body) => Some(body),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn async_block_mut(block: &mut Block) -> Option<&mut ExprAsync> {
+    match block.stmts.last_mut()? {
+        Stmt::Expr(Expr::Async(body), None) => Some(body),
+        Stmt::Expr(Expr::Call(call), None) if is_box_pin(&call.func) && call.args.len() == 1 => {
+            match call.args.first_mut()? {
+                Expr::Async(body) => Some(body),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `Box::pin`, `::std::boxed::Box::pin`…
+fn is_box_pin(func: &Expr) -> bool {
+    let Expr::Path(path) = func else {
+        return false;
+    };
+    let segments: Vec<&Ident> = path.path.segments.iter().map(|s| &s.ident).collect();
+    matches!(segments.as_slice(), [.., boxed, pin] if *boxed == "Box" && *pin == "pin")
+}
+
+/// The shape of an `#[async_trait]` body, if `block` is one.
+fn async_trait_body(block: &Block) -> Option<AsyncTraitShape> {
+    let body = async_block(block)?;
+    let stmts = &body.block.stmts;
+    // `let __ret: R = { body };` or `let _: () = { body };`
+    let typed = stmts.iter().enumerate().find_map(|(i, stmt)| match stmt {
+        Stmt::Local(local) => match (&local.pat, &local.init) {
+            (Pat::Type(typed), Some(init)) if matches!(*init.expr, Expr::Block(_)) => {
+                let output = match &*typed.pat {
+                    Pat::Ident(p) if p.ident == "__ret" => Some(typed.ty.span()),
+                    _ => None,
+                };
+                Some(AsyncTraitShape {
+                    output,
+                    insert_at: i,
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    });
+    // An associated `impl Trait` output: the body is the last block.
+    typed.or_else(|| match stmts.last() {
+        Some(Stmt::Expr(Expr::Block(_), None)) => Some(AsyncTraitShape {
+            output: None,
+            insert_at: stmts.len() - 1,
+        }),
+        _ => None,
+    })
+}
+
+fn async_trait_body_mut(block: &mut Block) -> Option<AsyncTraitBody<'_>> {
+    let AsyncTraitShape { insert_at, .. } = async_trait_body(block)?;
+    let body = async_block_mut(block)?;
+    Some(AsyncTraitBody {
+        block: &mut body.block,
+        insert_at,
+    })
+}
+
+/// `self` (a value, not a path `self::..`) becomes `__self`, the name
+/// async-trait binds the receiver to in its async block.
+fn rename_self(tokens: TokenStream) -> TokenStream {
+    let mut out = Vec::new();
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, tree) in trees.iter().enumerate() {
+        let next_is_path = matches!(
+            (trees.get(i + 1), trees.get(i + 2)),
+            (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                if a.as_char() == ':' && b.as_char() == ':'
+        );
+        out.push(match tree {
+            TokenTree::Ident(ident) if ident == "self" && !next_is_path => {
+                TokenTree::Ident(Ident::new("__self", ident.span()))
+            }
+            TokenTree::Group(group) => {
+                let mut renamed = Group::new(group.delimiter(), rename_self(group.stream()));
+                renamed.set_span(group.span());
+                TokenTree::Group(renamed)
+            }
+            other => other.clone(),
+        });
+    }
+    out.into_iter().collect()
 }
 
 /// The target arguments.
@@ -325,7 +509,11 @@ fn receiver(sig: &Signature) -> Option<syn::token::SelfValue> {
 
 /// The transaction parameter: the one named by `txn = <ident>`, or the only
 /// parameter whose type is a `DatabaseTransaction` (by value or reference).
-fn find_transaction(sig: &Signature, named: Option<&Ident>, ctxt: &mut Ctxt) -> Option<Ident> {
+fn find_transaction(
+    sig: &Signature,
+    named: Option<&Ident>,
+    ctxt: &mut Ctxt,
+) -> Option<Transaction> {
     let params: Vec<(&Pat, &Type)> = sig
         .inputs
         .iter()
@@ -335,8 +523,8 @@ fn find_transaction(sig: &Signature, named: Option<&Ident>, ctxt: &mut Ctxt) -> 
         })
         .collect();
     if let Some(named) = named {
-        let found = params.iter().find_map(|(pat, _)| match pat {
-            Pat::Ident(p) if p.ident == *named => Some(p.ident.clone()),
+        let found = params.iter().find_map(|(pat, ty)| match pat {
+            Pat::Ident(p) if p.ident == *named => Some(is_reference(ty)),
             _ => None,
         });
         if found.is_none() {
@@ -361,7 +549,10 @@ fn find_transaction(sig: &Signature, named: Option<&Ident>, ctxt: &mut Ctxt) -> 
             );
         }
         // Keep the user's token: errors about its type point at it.
-        return found.map(|_| named.clone());
+        return found.map(|by_reference| Transaction {
+            name: named.clone(),
+            by_reference,
+        });
     }
     let candidates: Vec<(&Pat, &Type)> = params
         .into_iter()
@@ -379,8 +570,11 @@ fn find_transaction(sig: &Signature, named: Option<&Ident>, ctxt: &mut Ctxt) -> 
             );
             None
         }
-        [(pat, _)] => match pat {
-            Pat::Ident(p) => Some(p.ident.clone()),
+        [(pat, ty)] => match pat {
+            Pat::Ident(p) => Some(Transaction {
+                name: p.ident.clone(),
+                by_reference: is_reference(ty),
+            }),
             other => {
                 ctxt.error_spanned(
                     other,
@@ -405,6 +599,16 @@ fn find_transaction(sig: &Signature, named: Option<&Ident>, ctxt: &mut Ctxt) -> 
             );
             None
         }
+    }
+}
+
+/// `&T`, `&mut T`, `(&T)`.
+fn is_reference(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(_) => true,
+        Type::Paren(p) => is_reference(&p.elem),
+        Type::Group(g) => is_reference(&g.elem),
+        _ => false,
     }
 }
 
@@ -448,6 +652,65 @@ mod tests {
         assert!(out.contains("AccountLevel"), "{out}");
         assert!(out.contains("Target :: account"), "{out}");
         assert!(out.ends_with("{ body () } }"), "{out}");
+    }
+
+    #[test]
+    fn a_reference_transaction_is_reborrowed_not_borrowed() {
+        let by_ref = expand(
+            quote!(user = u),
+            quote!(
+                async fn f<'t>(&self, txn: &'t DatabaseTransaction, u: i64) -> R {
+                    body()
+                }
+            ),
+        );
+        assert!(by_ref.contains("txn (& * txn)"), "{by_ref}");
+        let by_value = expand(
+            quote!(user = u),
+            quote!(
+                async fn f(&self, txn: DatabaseTransaction, u: i64) -> R {
+                    body()
+                }
+            ),
+        );
+        assert!(by_value.contains("txn (& txn)"), "{by_value}");
+    }
+
+    #[test]
+    fn async_trait_bodies_get_the_prologue_inside_their_async_block() {
+        // What `#[async_trait]` makes of
+        // `async fn f(&self, txn: &DatabaseTransaction, u: i64) -> Result<(), E> { body() }`.
+        let out = expand(
+            quote!(user = self.user, locker = &self.locker),
+            quote! {
+                fn f<'life0, 'life1, 'async_trait>(&'life0 self, txn: &'life1 DatabaseTransaction, u: i64)
+                    -> Pin<Box<dyn Future<Output = Result<(), E>> + Send + 'async_trait>>
+                {
+                    Box::pin(async move {
+                        if let Some(__ret) = None::<Result<(), E>> { return __ret; }
+                        let __self = self;
+                        let u = u;
+                        let __ret: Result<(), E> = { body() };
+                        __ret
+                    })
+                }
+            },
+        );
+        assert!(!out.contains("needs an `async fn`"), "{out}");
+        let prologue = out.find("let lock").expect("a prologue");
+        assert!(out.find("let u = u").is_some_and(|i| i < prologue), "{out}");
+        assert!(
+            out.find("let __ret : Result").is_some_and(|i| i > prologue),
+            "{out}"
+        );
+        assert!(out.contains("__self . user"), "{out}");
+        assert!(out.contains("& __self . locker"), "{out}");
+    }
+
+    #[test]
+    fn rename_self_leaves_paths_alone() {
+        let out = rename_self(quote!(self.a + self::b(self)));
+        assert_eq!(out.to_string(), "__self . a + self :: b (__self)");
     }
 
     #[test]

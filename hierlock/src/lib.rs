@@ -7,6 +7,7 @@ pub mod __private;
 mod acquire;
 mod classify;
 mod config;
+mod db_err;
 mod dialect;
 mod error;
 mod handle;
@@ -34,6 +35,7 @@ pub use level::Level;
 pub use plan::{Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock};
 pub use target::{Access, Request, Target};
 
+pub use __private::AsTransaction;
 pub use hierlock_macros::{hierlocked, protected};
 pub use proof::{HasLocker, Locked};
 pub use protect::{

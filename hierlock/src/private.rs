@@ -59,14 +59,61 @@ pub fn id<T: LockId>(id: &T) -> &dyn LockId {
     id
 }
 
-/// The transaction parameter of a `#[hierlocked]` method.
+/// What a `#[hierlocked]` method's transaction parameter can be: a
+/// [`DatabaseTransaction`], a reference to one, or your own type that holds
+/// one (a unit of work, a request context).
+///
+/// Use it as the bound of a generic transaction parameter (named with
+/// `txn = <parameter>`, since its type is not `DatabaseTransaction`):
+///
+/// ```no_run
+/// use hierlock::{AsTransaction, HasLocker, Locker, hierlocked};
+///
+/// struct Repo {
+///     locker: Locker,
+/// }
+///
+/// impl HasLocker for Repo {
+///     fn locker(&self) -> &Locker {
+///         &self.locker
+///     }
+/// }
+///
+/// impl Repo {
+///     #[hierlocked(txn = txn, user = user, account = account)]
+///     async fn close<C: AsTransaction>(
+///         &self,
+///         txn: &C,
+///         user: i64,
+///         account: i64,
+///     ) -> hierlock::Result<()> {
+///         let _ = lock.txn(); // the `DatabaseTransaction` of `txn`
+///         Ok(())
+///     }
+/// }
+///
+/// /// A unit of work of the application, holding its transaction.
+/// struct UnitOfWork {
+///     txn: hierlock::sea_orm::DatabaseTransaction,
+/// }
+///
+/// impl AsTransaction for UnitOfWork {
+///     fn as_transaction(&self) -> &hierlock::sea_orm::DatabaseTransaction {
+///         &self.txn
+///     }
+/// }
+/// ```
+///
+/// The locks are taken on the transaction `as_transaction` returns, and the
+/// proof proves them on that transaction: return the same one every time.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a SeaORM transaction",
     label = "`#[hierlocked]` takes its locks on this parameter",
-    note = "the locks are taken on a `&sea_orm::DatabaseTransaction` parameter: name it with `txn = <parameter>`"
+    note = "`#[hierlocked]` locks on a `&sea_orm::DatabaseTransaction` parameter, or on one whose type implements `hierlock::AsTransaction` (named with `txn = <parameter>`)",
+    note = "for a generic parameter, add the bound `hierlock::AsTransaction`; a type of yours that holds a transaction can implement it"
 )]
 pub trait AsTransaction {
-    /// The transaction.
+    /// The transaction to lock on.
     fn as_transaction(&self) -> &DatabaseTransaction;
 }
 
@@ -89,6 +136,10 @@ impl<T: AsTransaction + ?Sized> AsTransaction for &mut T {
 }
 
 /// The transaction of a `#[hierlocked]` method's transaction parameter.
+///
+/// The expansion passes `&*txn` for a reference parameter `txn: &'t T`, so
+/// the result, and so the proof, borrows the transaction for `'t` and can
+/// be returned; `&txn` for a parameter held by value.
 pub fn txn<T: AsTransaction + ?Sized>(param: &T) -> &DatabaseTransaction {
     param.as_transaction()
 }
