@@ -50,6 +50,18 @@ via_to_string!(
     i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize
 );
 
+/// The hyphenated lowercase form, `67e55044-10b1-426f-9247-bb680e5fe0c8`
+/// (what `Uuid`'s `Display`, Go's `uuid.UUID.String()` and PostgreSQL's
+/// `uuid::text` print), so that services naming a node by the same UUID
+/// share its lock. Feature `uuid`.
+#[cfg(feature = "uuid")]
+impl LockId for uuid::Uuid {
+    fn lock_id(&self) -> Cow<'_, str> {
+        let mut buffer = uuid::Uuid::encode_buffer();
+        Cow::Owned(self.hyphenated().encode_lower(&mut buffer).to_owned())
+    }
+}
+
 impl<T: LockId + ?Sized> LockId for &T {
     fn lock_id(&self) -> Cow<'_, str> {
         (**self).lock_id()
@@ -71,5 +83,19 @@ mod tests {
         assert_eq!(42_i64.lock_id(), "42".lock_id());
         assert_eq!(String::from("u1").lock_id(), "u1");
         assert_eq!((&&7_u8).lock_id(), "7");
+    }
+
+    #[cfg(feature = "uuid")]
+    #[test]
+    fn uuids_are_hashed_as_hyphenated_lowercase_text() {
+        let id = uuid::Uuid::from_u128(0x67E5_5044_10B1_426F_9247_BB68_0E5F_E0C8);
+        assert_eq!(id.lock_id(), "67e55044-10b1-426f-9247-bb680e5fe0c8");
+        // The same node as the string form, whatever its case in the input.
+        let parsed = uuid::Uuid::parse_str("67E55044-10B1-426F-9247-BB680E5FE0C8").expect("a uuid");
+        assert_eq!(parsed.lock_id(), id.to_string().lock_id());
+        assert_eq!(
+            crate::Target::resource(id, "a", "r").to_string(),
+            crate::Target::resource("67e55044-10b1-426f-9247-bb680e5fe0c8", "a", "r").to_string()
+        );
     }
 }

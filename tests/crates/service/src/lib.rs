@@ -204,6 +204,18 @@ impl Accounts {
         Ok(())
     }
 
+    /// Lock a session's user, named by a UUID (feature `uuid`): the proof
+    /// covers the user named by the UUID's hyphenated lowercase text.
+    #[hierlocked(user = session, read)]
+    pub async fn session_covers(
+        &self,
+        txn: &DatabaseTransaction,
+        session: uuid::Uuid,
+        text: &str,
+    ) -> Result<bool, ServiceError> {
+        Ok(lock.covers(&hierlock::Target::user(text), hierlock::Access::Read))
+    }
+
     /// Set a resource's balance with the lock on its account.
     #[hierlocked(user = user_id, account = account_id)]
     pub async fn set_balance(

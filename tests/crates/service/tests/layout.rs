@@ -121,3 +121,25 @@ async fn a_proof_for_another_user_writes_nothing() {
         .expect("still there");
     assert_eq!(row.balance, 100);
 }
+
+#[tokio::test]
+async fn uuid_ids_name_the_node_of_their_text() {
+    let db = database("uuid").await;
+    let repo = repository(&db).await;
+    let session = uuid::Uuid::from_u128(0x67e5_5044_10b1_426f_9247_bb68_0e5f_e0c8);
+    let txn = db.begin().await.expect("begin");
+    let same = repo
+        .session_covers(&txn, session, "67e55044-10b1-426f-9247-bb680e5fe0c8")
+        .await
+        .expect("lock");
+    let other = repo
+        .session_covers(&txn, session, "67E55044-10B1-426F-9247-BB680E5FE0C8")
+        .await
+        .expect("lock");
+    txn.rollback().await.expect("rollback");
+    assert!(
+        same,
+        "the UUID locks the node of its hyphenated lowercase text"
+    );
+    assert!(!other, "and not the node of another spelling");
+}
