@@ -1,4 +1,4 @@
-use hierlock::sea_orm::{DatabaseTransaction, DbErr};
+use hierlock::sea_orm::DatabaseTransaction;
 use hierlock::{HasLocker, Locker, hierlocked};
 
 struct Repo {
@@ -11,9 +11,15 @@ impl HasLocker for Repo {
     }
 }
 
+/// The repository's own error type, with no `From<hierlock::Error>`.
+#[derive(Debug)]
+enum RepoError {
+    NotFound,
+}
+
 impl Repo {
     #[hierlocked(user = user)]
-    async fn touch(&self, txn: &DatabaseTransaction, user: i64) -> Result<(), DbErr> {
+    async fn touch(&self, txn: &DatabaseTransaction, user: i64) -> Result<(), RepoError> {
         Ok(())
     }
 }
