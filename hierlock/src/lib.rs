@@ -17,6 +17,7 @@ mod level;
 mod plan;
 pub mod proof;
 mod protect;
+mod retry;
 pub mod schema;
 mod target;
 
@@ -33,6 +34,7 @@ pub use id::LockId;
 pub use key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory_key};
 pub use level::Level;
 pub use plan::{Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock};
+pub use retry::{RetryPolicy, Retryable, retry};
 pub use target::{Access, Request, Target};
 
 pub use __private::AsTransaction;
