@@ -251,7 +251,9 @@ fn table_guards(krate: &Path, name: &Ident) -> TokenStream {
     let delete_many = unit("delete_many", quote!(#sea_orm::DeleteMany<Self>));
     let insert = one("insert", quote!(#sea_orm::Insert<ActiveModel>));
     let insert_many = one("insert_many", quote!(#sea_orm::InsertMany<ActiveModel>));
-    let update = one("update", quote!(#sea_orm::UpdateOne<ActiveModel>));
+    // `UpdateMany`, not `UpdateOne`: its `exec` needs nothing more, so the
+    // refusal is reported alone.
+    let update = one("update", quote!(#sea_orm::UpdateMany<Self>));
     let delete = one("delete", quote!(#sea_orm::DeleteOne<Self>));
     let delete_by_id = one("delete_by_id", quote!(#sea_orm::DeleteMany<Self>));
     quote! {

@@ -123,15 +123,24 @@ pub fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
-/// It adds to the module inherent `Entity::insert`, `insert_many`, `update`,
-/// `delete` and `delete_by_id` functions, which shadow SeaORM's and run only
-/// as `.exec(&lock)` with a write proof whose level covers the entity's (User
-/// covers Account covers Resource); at run time the row itself must be
-/// covered (`Error::NotCovered`, nothing written). `update_many` and
-/// `delete_many` do not compile, and `ActiveModel::insert/update/save/delete`
-/// and `Model::delete` fail to build. Arguments: `level`, `user`, `account`,
-/// `resource`, `crate = <path>`. See `docs/hierlocked.md` for the escape
-/// hatches that remain.
+/// The module becomes a facade over the SeaORM entity, which is sealed in a
+/// hidden sibling module:
+///
+/// - `Entity` reads as SeaORM does (`find`, `find_by_id`, `find_related`)
+///   and writes only with a proof: `insert`, `insert_many`, `update`,
+///   `delete`, `delete_by_id`, upserts (`insert(..).on_conflict_update(..)`)
+///   and `update_many` / `delete_many` run as `.exec(&lock)` with a write
+///   proof whose level covers the entity's (User covers Account covers
+///   Resource); at run time each row must be covered (`Error::NotCovered`,
+///   nothing written). It is not SeaORM's `EntityTrait`, and `ActiveModel`
+///   is not its `ActiveModelTrait`, so SeaORM's own write paths do not
+///   compile on them.
+/// - `Table` is the SeaORM entity, for what SeaORM takes an entity for:
+///   relations (`has_many = "super::account::Table"`), `find_related`,
+///   partial models, loaders.
+///
+/// Arguments: `level`, `user`, `account`, `resource`, `crate = <path>`. See
+/// `docs/hierlocked.md` for what the guarantee covers and what it does not.
 #[proc_macro_attribute]
 pub fn protected(args: TokenStream, item: TokenStream) -> TokenStream {
     protected::protected(args.into(), item.into()).into()

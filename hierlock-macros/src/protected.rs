@@ -197,8 +197,7 @@ fn check_items(items: &[Item], keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
         match item {
             Item::Impl(imp) if is_behavior_impl(imp) => ctxt.error_spanned(
                 behavior_header(imp),
-                "remove this `impl ActiveModelBehavior`: #[protected] implements it so that \
-                 `ActiveModel::insert/update/save/delete` and `Model::delete` cannot bypass the lock\n\
+                "remove this `impl ActiveModelBehavior`: #[protected] implements it (SeaORM requires one)\n\
                  note: protected writes do not run ActiveModelBehavior hooks; do that work in the #[hierlocked] method",
             ),
             Item::Struct(ItemStruct { attrs, .. }) | Item::Enum(syn::ItemEnum { attrs, .. }) => {
@@ -208,7 +207,7 @@ fn check_items(items: &[Item], keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
                             ctxt.error_spanned(
                                 &meta.path,
                                 "remove `DeriveActiveModelBehavior`: #[protected] implements `ActiveModelBehavior` \
-                                 so that `ActiveModel::insert/update/save/delete` cannot bypass the lock",
+                                 (SeaORM requires one; protected writes do not run its hooks)",
                             );
                         }
                         Ok(())
