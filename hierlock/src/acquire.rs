@@ -2,9 +2,13 @@
 
 use std::sync::Arc;
 
-use sea_orm::{ConnectionTrait, DatabaseTransaction, DbErr, QueryResult, Statement};
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, QueryResult, Statement,
+};
+use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::cancel::{CancelOnDrop, Canceller};
 use crate::classify::{Conflict, classify, is_missing_table};
 use crate::config::{Config, PostgresLocks, Wait};
 use crate::dialect::Dialect;
@@ -52,9 +56,14 @@ struct Inner {
     config: Config,
     dialect: Dialect,
     strategy: Strategy,
+    /// Ends the server-side wait of a lock statement that is given up.
+    canceller: Canceller,
 }
 
 const SAVEPOINT: &str = "hierlock_acquire";
+
+/// How long to wait for a lock statement interrupted at its deadline to end.
+const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Locker {
     /// Detect the server behind `db` and check that it is ready for `config`.
@@ -69,7 +78,7 @@ impl Locker {
     /// - [`Error::ConfigMismatch`]: the table was provisioned for another key
     ///   scheme or bucket space.
     /// - [`Error::Database`]: the server could not be asked.
-    pub async fn connect(db: &impl ConnectionTrait, config: Config) -> Result<Locker> {
+    pub async fn connect(db: &DatabaseConnection, config: Config) -> Result<Locker> {
         let dialect = Dialect::detect(db).await?;
         let strategy = match (dialect, config.postgres_locks()) {
             (Dialect::Postgres, PostgresLocks::Advisory { namespace }) => {
@@ -89,6 +98,7 @@ impl Locker {
                 config,
                 dialect,
                 strategy,
+                canceller: Canceller::new(db, dialect),
             }),
         })
     }
@@ -197,13 +207,19 @@ impl Locker {
             conn,
             dialect: self.inner.dialect,
             wait,
+            deadline: match wait {
+                Wait::Timeout(d) => Some(Instant::now() + d),
+                _ => None,
+            },
             what: describe_requests(&held.requests),
             statements: 0,
+            cancel: None,
         };
         // PostgreSQL aborts the whole transaction on a failed statement: run
         // attempts that are expected to fail inside a savepoint.
         let isolate = self.inner.dialect == Dialect::Postgres && wait != Wait::Block;
         let outcome = async {
+            run.prepare_cancel(&self.inner.canceller).await?;
             if isolate {
                 run.exec(run.savepoint_statement("SAVEPOINT"), "opening a savepoint")
                     .await?;
@@ -222,7 +238,7 @@ impl Locker {
     }
 
     async fn take(&self, run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
-        let restore = run.set_wait().await?;
+        let restore = run.set_sqlite_busy_timeout().await?;
         let outcome = match self.inner.strategy {
             Strategy::BucketRows => self.take_bucket_rows(run, plan).await,
             Strategy::Advisory { .. } => take_advisory(run, plan).await,
@@ -246,9 +262,10 @@ impl Locker {
         let chunk = run.dialect.max_rows_per_statement();
         let statements = plan.runs().flat_map(|locks| locks.chunks(chunk));
         for (i, locks) in statements.enumerate() {
-            let stmt =
-                run.dialect
-                    .bucket_lock_statement(self.inner.config.table(), locks, run.wait);
+            let wait = run.statement_wait(i > 0)?;
+            let stmt = run
+                .dialect
+                .bucket_lock_statement(self.inner.config.table(), locks, wait);
             // Earlier statements, or earlier rows of this one, may hold locks.
             let partial = i > 0 || locks.len() > 1;
             let rows = run.query(stmt, partial).await?;
@@ -331,20 +348,124 @@ struct Run<'c, C> {
     conn: &'c C,
     dialect: Dialect,
     wait: Wait,
+    /// When a [`Wait::Timeout`] acquisition gives up, whatever it is doing.
+    deadline: Option<Instant>,
     what: String,
     statements: usize,
+    /// The canceller and the server-side id of `conn`, for statements that
+    /// may wait.
+    cancel: Option<(Canceller, i64)>,
 }
 
 impl<C: ConnectionTrait> Run<'_, C> {
     /// Run one lock statement; classify its failure. `partial` says whether
     /// locks of this acquisition may already be held when it fails.
+    ///
+    /// A statement that may wait is cancelled on the server if its future is
+    /// dropped, and when the deadline passes.
     async fn query(&mut self, stmt: Statement, partial: bool) -> Result<Vec<QueryResult>> {
         self.statements += 1;
         tracing::trace!(sql = %stmt.sql, "hierlock lock statement");
-        self.conn
-            .query_all_raw(stmt)
+        let guard: Option<CancelOnDrop> = self
+            .cancel
+            .as_ref()
+            .map(|(canceller, id)| canceller.arm(*id));
+        let statement = self.conn.query_all_raw(stmt);
+        // Only a statement that can be cancelled is given up at the deadline
+        // (SQLite's wait is its busy timeout, set to the time left).
+        let deadline = self.deadline.filter(|_| guard.is_some());
+        let outcome = match deadline {
+            None => statement.await,
+            Some(deadline) => match tokio::time::timeout_at(deadline, statement).await {
+                Ok(outcome) => outcome,
+                Err(_elapsed) => {
+                    if let Some(guard) = guard {
+                        guard.cancel_now().await;
+                    }
+                    self.drain().await;
+                    return Err(self.deadline_passed(true));
+                }
+            },
+        };
+        if let Some(guard) = guard {
+            guard.disarm();
+        }
+        outcome.map_err(|e| self.conflict(e, partial))
+    }
+
+    /// Read what the interrupted statement left on the connection (its
+    /// error: MySQL 1317, PostgreSQL 57014), so that the transaction's next
+    /// statement gets its own answer. Bounded: if the cancellation did not
+    /// reach the server, the statement ends with the server's own timeout.
+    async fn drain(&self) {
+        let ping = Statement::from_string(self.dialect.backend(), "SELECT 1");
+        let drained = tokio::time::timeout(DRAIN_TIMEOUT, self.conn.execute_raw(ping)).await;
+        if drained.is_err() {
+            tracing::warn!(
+                "hierlock: an interrupted lock statement did not end; its connection stays busy"
+            );
+        }
+    }
+
+    /// Learn the server-side id of the connection, so that a statement that
+    /// waits can be cancelled: one round trip, for acquisitions that may wait
+    /// on a server that can cancel.
+    async fn prepare_cancel(&mut self, canceller: &Canceller) -> Result<()> {
+        if self.wait == Wait::NoWait {
+            return Ok(());
+        }
+        let Some(stmt) = canceller.connection_id_statement() else {
+            return Ok(());
+        };
+        let doing = || format!("acquiring {}", self.what);
+        let row = self
+            .conn
+            .query_one_raw(stmt)
             .await
-            .map_err(|e| self.conflict(e, partial))
+            .map_err(|e| Error::database(doing(), e))?;
+        let id: i64 = row
+            .map(|row| row.try_get("", "id"))
+            .transpose()
+            .map_err(|e| Error::database(doing(), e))?
+            .unwrap_or_default();
+        self.cancel = Some((canceller.clone(), id));
+        Ok(())
+    }
+
+    /// The wait of the next lock statement: the time left before the
+    /// deadline (the server's own limit where it has one per statement;
+    /// hierlock cancels the statement at the deadline in any case).
+    /// `partial`: earlier statements of this acquisition may hold locks.
+    fn statement_wait(&self, partial: bool) -> Result<Wait> {
+        let Some(deadline) = self.deadline else {
+            return Ok(self.wait);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.deadline_passed(partial));
+        }
+        Ok(Wait::Timeout(left))
+    }
+
+    /// The deadline of a [`Wait::Timeout`] passed. `partial`: locks of this
+    /// acquisition may be held (on the MySQL family a statement interrupted
+    /// at the deadline may have been granted just before).
+    fn deadline_passed(&self, partial: bool) -> Error {
+        let txn_state = match self.dialect {
+            // The attempt runs in a savepoint, rolled back by `close_savepoint`.
+            Dialect::Postgres => TxnState::Aborted,
+            _ if partial => TxnState::PartiallyLocked,
+            _ => TxnState::Unchanged,
+        };
+        Error::LockTimeout {
+            what: self.what.clone(),
+            waited: match self.wait {
+                Wait::Timeout(d) => Some(d),
+                _ => None,
+            },
+            txn_state,
+            source: None,
+        }
     }
 
     /// Run a bookkeeping statement (timeouts, savepoints).
@@ -383,7 +504,7 @@ impl<C: ConnectionTrait> Run<'_, C> {
                     _ => None,
                 },
                 txn_state: busy_state,
-                source: err,
+                source: Some(err),
             },
             Some(Conflict::Deadlock) => Error::Deadlock {
                 what,
@@ -405,26 +526,17 @@ impl<C: ConnectionTrait> Run<'_, C> {
         }
     }
 
-    /// Make the following lock statements wait at most this run's timeout,
-    /// where the server needs a setting for it; returns how to undo it.
-    async fn set_wait(&mut self) -> Result<Restore> {
-        if self.dialect == Dialect::Sqlite {
-            return self.set_sqlite_busy_timeout().await;
-        }
-        let Some((set, restore)) = self.dialect.timeout_setup(self.wait) else {
-            return Ok(Restore::Nothing);
-        };
-        self.exec(set, "setting the lock wait timeout").await?;
-        Ok(Restore::Statement(restore))
-    }
-
     /// SQLite's lock wait is the connection's busy timeout: read it, then set
     /// it for the attempt.
     async fn set_sqlite_busy_timeout(&mut self) -> Result<Restore> {
-        let millis = match self.wait {
+        if self.dialect != Dialect::Sqlite {
+            return Ok(Restore::Nothing);
+        }
+        let millis = match self.statement_wait(false)? {
             Wait::Block => return Ok(Restore::Nothing),
             Wait::NoWait => 0,
-            Wait::Timeout(d) => d.as_millis().max(1),
+            // SQLite takes an int: at most about 24.8 days.
+            Wait::Timeout(d) => d.as_millis().clamp(1, i32::MAX as u128),
         };
         let read = self.dialect.sqlite_busy_timeout_statement(None);
         let saved: i64 = match self.conn.query_one_raw(read).await {
@@ -447,11 +559,6 @@ impl<C: ConnectionTrait> Run<'_, C> {
         let Restore::Statement(stmt) = restore else {
             return outcome;
         };
-        // After a PostgreSQL failure the savepoint rollback undoes the setting
-        // (and the aborted savepoint would refuse the statement).
-        if outcome.is_err() && self.dialect == Dialect::Postgres {
-            return outcome;
-        }
         let restored = self.exec(stmt, "restoring the lock wait timeout").await;
         if let Err(e) = &restored {
             tracing::warn!(error = %e, "hierlock could not restore the lock wait timeout");

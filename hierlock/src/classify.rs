@@ -18,6 +18,11 @@ pub(crate) enum Conflict {
 
 /// The code a server attached to an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Each variant is built only with its backend's feature.
+#[cfg_attr(
+    not(all(feature = "mysql", feature = "postgres", feature = "sqlite")),
+    allow(dead_code)
+)]
 pub(crate) enum ServerCode<'a> {
     /// A MySQL or MariaDB error number.
     MySql(u16),

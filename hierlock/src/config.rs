@@ -78,14 +78,25 @@ pub enum Wait {
     /// timeout still applies: `innodb_lock_wait_timeout` (50 s by default) on
     /// MySQL and MariaDB, `lock_timeout` on PostgreSQL, the busy timeout on
     /// SQLite. Running out of it is [`Error::LockTimeout`].
+    ///
+    /// Dropping the acquisition's future while it waits (a cancelled
+    /// request, `tokio::time::timeout`, `select!`) ends the wait on the
+    /// server too (MySQL, MariaDB, PostgreSQL): hierlock interrupts the lock
+    /// statement from a side connection, so it never takes its locks later.
+    /// The transaction's next statement then fails with the interrupted
+    /// statement's error; roll it back (dropping it does).
     #[default]
     Block,
     /// Fail at once with [`Error::WouldBlock`].
     NoWait,
-    /// Wait at most this long per lock statement, then fail with
-    /// [`Error::LockTimeout`]. MySQL and MariaDB count whole seconds, so the
-    /// duration is rounded up to the next second there; PostgreSQL counts
-    /// milliseconds. Must be non-zero (use [`Wait::NoWait`]).
+    /// Give up after this long, for the whole acquisition however many
+    /// statements it takes, and fail with [`Error::LockTimeout`]. hierlock
+    /// keeps the deadline to the millisecond and interrupts the waiting
+    /// statement on the server (MySQL, MariaDB, PostgreSQL; MariaDB's
+    /// `WAIT n` bounds it on the server too); SQLite waits as its busy timeout,
+    /// set to the time left. No session setting is changed on MySQL, MariaDB
+    /// or PostgreSQL. Must be non-zero (use [`Wait::NoWait`]) and at most
+    /// [`MAX_TIMEOUT`].
     Timeout(Duration),
 }
 

@@ -7,8 +7,9 @@ use crate::error::Error;
 
 /// The most faithful [`DbErr`] for a hierlock error:
 ///
-/// - a failure the server reported (`Deadlock`, `LockTimeout`, `WouldBlock`
-///   with a server error, `Database`) is the server's own `DbErr`,
+/// - a failure the server or the driver reported (`Deadlock`, `LockTimeout`
+///   and `WouldBlock` with a server error, `ConnectionLost`, `Database`) is
+///   its own `DbErr`,
 ///   unchanged: its message and source chain, [`DbErr::sql_err`], and
 ///   [`conflict_kind`](crate::conflict_kind) (for a retry loop) work as for
 ///   any statement of yours. What hierlock was doing is not kept: convert
@@ -23,8 +24,12 @@ impl From<Error> for DbErr {
                 source: Some(source),
                 ..
             }
-            | Error::LockTimeout { source, .. }
+            | Error::LockTimeout {
+                source: Some(source),
+                ..
+            }
             | Error::Deadlock { source, .. }
+            | Error::ConnectionLost { source, .. }
             | Error::Database { source, .. } => source,
             other => DbErr::Custom(other.to_string()),
         }

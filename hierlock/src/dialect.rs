@@ -159,8 +159,9 @@ impl Dialect {
         }
     }
 
-    /// The statement-level wait clause. MySQL has no per-statement timeout
-    /// and PostgreSQL takes it from `lock_timeout`: see [`Dialect::timeout_setup`].
+    /// The statement-level wait clause. MariaDB's `WAIT n` bounds the wait on
+    /// the server too; MySQL and PostgreSQL have no per-statement timeout:
+    /// hierlock cancels their statements at the deadline (see `cancel`).
     fn wait_clause(self, wait: Wait) -> String {
         match (self, wait) {
             (_, Wait::NoWait) => " NOWAIT".to_owned(),
@@ -208,34 +209,6 @@ impl Dialect {
             None => "PRAGMA busy_timeout".to_owned(),
         };
         Statement::from_string(self.backend(), sql)
-    }
-
-    /// Statements that make the following lock statements wait at most `wait`,
-    /// and the ones that put the previous setting back, where the server
-    /// needs them (MariaDB's `WAIT n` and `NOWAIT` clauses need none).
-    pub(crate) fn timeout_setup(self, wait: Wait) -> Option<(Statement, Statement)> {
-        let stmt = |sql: String| Statement::from_string(self.backend(), sql);
-        match (self, wait) {
-            (Dialect::MySql, Wait::Timeout(d)) => Some((
-                stmt(format!(
-                    "SET @hierlock_saved_wait = @@SESSION.innodb_lock_wait_timeout, \
-                     SESSION innodb_lock_wait_timeout = {}",
-                    whole_seconds(d)
-                )),
-                stmt("SET SESSION innodb_lock_wait_timeout = @hierlock_saved_wait".to_owned()),
-            )),
-            // Inside the attempt's savepoint: rolling back to it undoes the SET,
-            // and on success it is put back explicitly.
-            (Dialect::Postgres, Wait::Timeout(d)) => Some((
-                stmt(format!(
-                    "SELECT set_config('hierlock.saved_lock_timeout', current_setting('lock_timeout'), true), \
-                     set_config('lock_timeout', '{}ms', true)",
-                    d.as_millis().max(1)
-                )),
-                stmt("SELECT set_config('lock_timeout', current_setting('hierlock.saved_lock_timeout'), true)".to_owned()),
-            )),
-            _ => None,
-        }
     }
 }
 
@@ -312,18 +285,10 @@ mod tests {
             2,
             "{shared}"
         );
+        let mysql = sql(Dialect::MySql, 1, Wait::Timeout(Duration::from_secs(3)));
         assert!(
-            Dialect::MariaDb
-                .timeout_setup(Wait::Timeout(Duration::from_secs(1)))
-                .is_none()
-        );
-        let (set, _) = Dialect::MySql
-            .timeout_setup(Wait::Timeout(Duration::from_millis(1)))
-            .unwrap();
-        assert!(
-            set.sql.ends_with("innodb_lock_wait_timeout = 1"),
-            "{}",
-            set.sql
+            mysql.ends_with("FOR UPDATE"),
+            "no session setting, no clause: {mysql}"
         );
     }
 

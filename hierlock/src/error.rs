@@ -81,7 +81,7 @@ pub enum Error {
         txn_state: TxnState,
         /// The server's error.
         #[source]
-        source: DbErr,
+        source: Option<DbErr>,
     },
 
     /// The server chose this transaction as a deadlock victim. Between
@@ -284,7 +284,7 @@ impl Error {
                 what,
                 waited: None,
                 txn_state: conflict_state,
-                source,
+                source: Some(source),
             },
             Some(Conflict::NoWait) => Error::WouldBlock {
                 what,

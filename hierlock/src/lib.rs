@@ -5,6 +5,7 @@
 #[path = "private.rs"]
 pub mod __private;
 mod acquire;
+mod cancel;
 mod classify;
 mod config;
 mod db_err;

@@ -5,6 +5,7 @@
 //! (exact hierarchy rule, or one coarse database-wide lock) is declared in
 //! `hierlock_tests::Backend::promise` and checked by `matrix`.
 
+mod cancel;
 mod deadlock;
 mod errors;
 mod faults;
@@ -68,6 +69,9 @@ macro_rules! exact_tests {
         common_tests!($backend => $variant;
             scenarios::scenario_6_unordered_separate_calls_can_deadlock,
             sql::locks_are_taken_in_key_order_whatever_the_input_order,
+            cancel::a_dropped_acquisition_ends_its_server_side_wait,
+            cancel::a_timeout_is_one_deadline_for_the_whole_acquisition,
+            cancel::timeouts_have_millisecond_precision,
             faults::a_killed_holder_is_connection_lost_and_its_locks_go_with_it,
             faults::a_waiter_killed_while_waiting_is_connection_lost,
             faults::retry_runs_again_after_a_killed_connection,

@@ -1,0 +1,227 @@
+//! Ending a lock statement's server-side wait from another connection.
+//!
+//! A lock statement that waits holds its connection until the server answers.
+//! When the acquisition gives up (its deadline passed) or its future is
+//! dropped (a cancelled request, `tokio::time::timeout`, `select!`), the wait
+//! must end on the server too, or the statement still takes its locks later
+//! and the pooled connection stays busy until the server's own timeout.
+//!
+//! The [`Canceller`] asks the server to interrupt the statement, from a side
+//! connection of its own (one, opened on first use with the options of the
+//! user's pool, so that a pool exhausted by waiters can still cancel them):
+//!
+//! - MariaDB: `KILL QUERY ID <query id>`, the query id read from
+//!   `information_schema.PROCESSLIST` for that connection while it runs a
+//!   hierlock lock statement: a statement that already finished is not hit.
+//! - MySQL: `KILL QUERY <connection>` if the connection runs a hierlock lock
+//!   statement. Between that check and the kill the statement may finish:
+//!   a `KILL QUERY` on an idle connection does nothing (measured on MySQL 9
+//!   and MariaDB 10.11), so only a statement started in that window could be
+//!   hit.
+//! - PostgreSQL: `pg_cancel_backend(pid)` in the same statement as the check
+//!   that the backend runs a hierlock lock statement; a cancel that reaches
+//!   an idle backend is ignored.
+//!
+//! The interrupted statement fails (MySQL 1317, PostgreSQL 57014); the
+//! transaction is left as after a lock timeout.
+
+use std::time::Duration;
+
+use sea_orm::{DatabaseConnection, Statement};
+
+use crate::dialect::Dialect;
+
+/// How long a cancellation may take before it is given up (it runs on a
+/// side connection; a server that does not answer within this has other
+/// problems, and the statement then ends with the server's own timeout).
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Interrupts lock statements of one database from a side connection.
+#[derive(Clone, Debug)]
+pub(crate) enum Canceller {
+    /// The server cannot be asked (SQLite runs in-process).
+    None,
+    #[cfg(feature = "mysql")]
+    MySql {
+        pool: sea_orm::sqlx::MySqlPool,
+        mariadb: bool,
+    },
+    #[cfg(feature = "postgres")]
+    Postgres(sea_orm::sqlx::PgPool),
+}
+
+impl Canceller {
+    /// A canceller for `db`, whose side connection is opened on first use.
+    pub(crate) fn new(db: &DatabaseConnection, dialect: Dialect) -> Canceller {
+        let _ = dialect;
+        match db.get_database_backend() {
+            #[cfg(feature = "mysql")]
+            sea_orm::DbBackend::MySql => {
+                let options = db.get_mysql_connection_pool().connect_options();
+                Canceller::MySql {
+                    pool: side_pool::<sea_orm::sqlx::MySql>().connect_lazy_with((*options).clone()),
+                    mariadb: dialect == Dialect::MariaDb,
+                }
+            }
+            #[cfg(feature = "postgres")]
+            sea_orm::DbBackend::Postgres => {
+                let options = db.get_postgres_connection_pool().connect_options();
+                Canceller::Postgres(
+                    side_pool::<sea_orm::sqlx::Postgres>().connect_lazy_with((*options).clone()),
+                )
+            }
+            _ => Canceller::None,
+        }
+    }
+
+    /// The statement that reads the server-side id of the connection it runs on.
+    pub(crate) fn connection_id_statement(&self) -> Option<Statement> {
+        match self {
+            Canceller::None => None,
+            #[cfg(feature = "mysql")]
+            Canceller::MySql { .. } => Some(Statement::from_string(
+                sea_orm::DbBackend::MySql,
+                "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id",
+            )),
+            #[cfg(feature = "postgres")]
+            Canceller::Postgres(_) => Some(Statement::from_string(
+                sea_orm::DbBackend::Postgres,
+                "SELECT pg_backend_pid()::int8 AS id",
+            )),
+        }
+    }
+
+    /// Interrupt the hierlock lock statement connection `id` is running, if
+    /// any. Failures are logged: the statement then ends with the server's
+    /// own lock-wait timeout.
+    pub(crate) async fn cancel(&self, id: i64) {
+        let outcome = tokio::time::timeout(CANCEL_TIMEOUT, self.try_cancel(id)).await;
+        match outcome {
+            Ok(Ok(())) => tracing::debug!(connection = id, "hierlock cancelled a lock wait"),
+            Ok(Err(error)) => {
+                tracing::warn!(connection = id, %error, "hierlock could not cancel a lock wait");
+            }
+            Err(_) => tracing::warn!(
+                connection = id,
+                "hierlock's lock-wait cancellation timed out"
+            ),
+        }
+    }
+
+    async fn try_cancel(&self, id: i64) -> Result<(), sea_orm::sqlx::Error> {
+        #[cfg(any(feature = "mysql", feature = "postgres"))]
+        use sea_orm::sqlx;
+        let _ = id;
+        match self {
+            Canceller::None => Ok(()),
+            #[cfg(feature = "mysql")]
+            Canceller::MySql {
+                pool,
+                mariadb: true,
+            } => {
+                let running: Option<i64> = sqlx::query_scalar(
+                    "SELECT CAST(QUERY_ID AS SIGNED) FROM information_schema.PROCESSLIST \
+                     WHERE ID = ? AND INFO LIKE '%locked_bucket%'",
+                )
+                .bind(id)
+                .fetch_optional(pool)
+                .await?;
+                if let Some(query) = running {
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("KILL QUERY ID {query}")))
+                        .execute(pool)
+                        .await?;
+                }
+                Ok(())
+            }
+            #[cfg(feature = "mysql")]
+            Canceller::MySql {
+                pool,
+                mariadb: false,
+            } => {
+                let running: Option<i64> = sqlx::query_scalar(
+                    "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST \
+                     WHERE ID = ? AND INFO LIKE '%locked_bucket%'",
+                )
+                .bind(id)
+                .fetch_optional(pool)
+                .await?;
+                if running.is_some() {
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("KILL QUERY {id}")))
+                        .execute(pool)
+                        .await?;
+                }
+                Ok(())
+            }
+            #[cfg(feature = "postgres")]
+            Canceller::Postgres(pool) => {
+                sqlx::query(
+                    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
+                     WHERE pid = $1 AND state = 'active' \
+                     AND (query LIKE '%pg_advisory_xact_lock%' OR query LIKE '%locked_bucket%')",
+                )
+                .bind(i32::try_from(id).unwrap_or_default())
+                .fetch_all(pool)
+                .await?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Cancel connection `id`'s lock statement if the guard is dropped
+    /// before [`CancelOnDrop::disarm`].
+    pub(crate) fn arm(&self, id: i64) -> CancelOnDrop {
+        CancelOnDrop {
+            canceller: Some(self.clone()),
+            id,
+        }
+    }
+}
+
+/// One side connection, opened on first use, closed when idle.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+fn side_pool<DB: sea_orm::sqlx::Database>() -> sea_orm::sqlx::pool::PoolOptions<DB> {
+    sea_orm::sqlx::pool::PoolOptions::new()
+        .max_connections(1)
+        .min_connections(0)
+        .acquire_timeout(CANCEL_TIMEOUT)
+        .idle_timeout(Some(Duration::from_secs(60)))
+}
+
+/// Interrupts a lock statement whose future is dropped while it waits.
+#[must_use]
+pub(crate) struct CancelOnDrop {
+    canceller: Option<Canceller>,
+    id: i64,
+}
+
+impl CancelOnDrop {
+    /// The statement finished: nothing to cancel.
+    pub(crate) fn disarm(mut self) {
+        self.canceller = None;
+    }
+
+    /// Cancel now, and wait until the server was asked.
+    pub(crate) async fn cancel_now(mut self) {
+        if let Some(canceller) = self.canceller.take() {
+            canceller.cancel(self.id).await;
+        }
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(canceller) = self.canceller.take() else {
+            return;
+        };
+        let id = self.id;
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { canceller.cancel(id).await });
+            }
+            Err(_) => tracing::warn!(
+                connection = id,
+                "hierlock could not cancel a dropped lock wait: no Tokio runtime"
+            ),
+        }
+    }
+}

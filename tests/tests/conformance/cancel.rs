@@ -1,0 +1,155 @@
+//! Giving up a lock wait: a dropped acquisition future, and the deadline of
+//! `Wait::Timeout`, end the wait on the server too.
+
+use std::time::{Duration, Instant};
+
+use hierlock::{ErrorKind, Target, Wait};
+use hierlock_tests::{Backend, Fixture, bounded};
+
+use crate::support::{holding, take};
+
+/// Poll the server's lock-wait view until connection `id` no longer waits.
+async fn wait_until_not_waiting(fx: &Fixture, id: i64) -> Duration {
+    let from = Instant::now();
+    bounded("the server-side wait to end", async {
+        while fx.is_waiting(id).await {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    from.elapsed()
+}
+
+pub async fn a_dropped_acquisition_ends_its_server_side_wait(backend: Backend) {
+    let fx = Fixture::new(backend, "dropwait", 1000).await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    let holder = holding(&fx, std::slice::from_ref(&r)).await;
+    let waiter = fx.begin().await;
+    let id = fx.connection_id(&waiter).await;
+    // The acquisition future is dropped as soon as the server shows it waiting
+    // (a cancelled request, a `select!` that chose another branch).
+    tokio::select! {
+        outcome = take(&fx, &waiter, std::slice::from_ref(&r), Wait::Block) => {
+            panic!("granted while held: {outcome:?}")
+        }
+        () = fx.wait_until_blocked(id) => {}
+    }
+    let ended = wait_until_not_waiting(&fx, id).await;
+    eprintln!("{backend:?}: server-side wait ended {ended:?} after the drop");
+    // The cancelled statement never takes the lock: once the holder is gone
+    // it is free at once.
+    holder.rollback().await.expect("rollback");
+    let third = fx.begin().await;
+    bounded(
+        "a no-wait acquisition",
+        take(&fx, &third, std::slice::from_ref(&r), Wait::NoWait),
+    )
+    .await
+    .expect("the dropped acquisition did not take the lock later");
+    // The waiter's connection is not stuck: its transaction ends at once.
+    // Its next statement reads the interrupted one's error (MySQL 1317,
+    // PostgreSQL 57014); the rollback then still happens, as the connection
+    // goes back to the pool.
+    let rollback = bounded("the waiter's rollback", waiter.rollback()).await;
+    if let Err(e) = rollback {
+        let interrupted = e.to_string();
+        assert!(
+            interrupted.contains("1317")
+                || interrupted.contains("57014")
+                || interrupted.contains("interrupted")
+                || interrupted.contains("cancel"),
+            "{interrupted}"
+        );
+    }
+    // And the pool hands out working connections.
+    let after = fx.begin().await;
+    bounded(
+        "an acquisition after the cancellation",
+        take(
+            &fx,
+            &after,
+            &[Target::resource("u1", "a1", "r2").write()],
+            Wait::NoWait,
+        ),
+    )
+    .await
+    .expect("a clean connection");
+}
+
+pub async fn a_timeout_is_one_deadline_for_the_whole_acquisition(backend: Backend) {
+    let fx = Fixture::new(backend, "deadline", 1000).await;
+    // Two resources of one account, in the order the plan locks them.
+    let key_of = |target: &Target| {
+        let plan = fx.locker.plan(&[target.clone().write()]).expect("plan");
+        plan.locks().last().expect("the resource's own lock").key
+    };
+    let (mut first, mut second) = (
+        Target::resource("u1", "a1", "r1"),
+        Target::resource("u1", "a1", "r2"),
+    );
+    assert_ne!(key_of(&first), key_of(&second), "distinct buckets");
+    if key_of(&second) < key_of(&first) {
+        std::mem::swap(&mut first, &mut second);
+    }
+    // The waiter locks `first` (exclusive), then `second` (shared): two lock
+    // statements on the bucket table, or two waits in one advisory statement.
+    // `first` is released after 1 s, `second` never. As one deadline, a
+    // 1.5 s timeout gives up at 1.5 s; per statement (or per lock wait) it
+    // would wait 1 s + 1.5 s.
+    let first_holder = holding(&fx, &[first.clone().write()]).await;
+    let _second_holder = holding(&fx, &[second.clone().write()]).await;
+    let waiter = fx.begin().await;
+    let wanted = [first.write(), second.read()];
+    let timeout = Duration::from_millis(1500);
+    let started = Instant::now();
+    let (outcome, ()) = tokio::join!(
+        bounded(
+            "the timed acquisition",
+            take(&fx, &waiter, &wanted, Wait::Timeout(timeout))
+        ),
+        async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            first_holder
+                .rollback()
+                .await
+                .expect("release the first resource");
+        }
+    );
+    let waited = started.elapsed();
+    let err = outcome.expect_err("the second resource is never released");
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    eprintln!("{backend:?}: Wait::Timeout({timeout:?}) gave up after {waited:?}");
+    assert!(waited >= timeout, "gave up early: {waited:?}");
+    assert!(
+        waited < Duration::from_millis(2300),
+        "waited {waited:?}: the timeout is not one deadline for the acquisition"
+    );
+}
+
+pub async fn timeouts_have_millisecond_precision(backend: Backend) {
+    let fx = Fixture::new(backend, "precision", 1000).await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    let _holder = holding(&fx, std::slice::from_ref(&r)).await;
+    let waiter = fx.begin().await;
+    let timeout = Duration::from_millis(250);
+    let started = Instant::now();
+    let err = bounded(
+        "the timed acquisition",
+        take(
+            &fx,
+            &waiter,
+            std::slice::from_ref(&r),
+            Wait::Timeout(timeout),
+        ),
+    )
+    .await
+    .expect_err("held");
+    let waited = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    eprintln!("{backend:?}: Wait::Timeout({timeout:?}) gave up after {waited:?}");
+    // Whole seconds (the servers' own setting) would be 1 s.
+    assert!(
+        waited >= timeout && waited < Duration::from_millis(900),
+        "waited {waited:?} for a {timeout:?} timeout"
+    );
+}
