@@ -121,7 +121,12 @@ pub fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     account::Entity::update(row).exec(&lock).await?;
 ///     Ok(())
 /// }
+/// # fn main() {}
 /// ```
+///
+/// The entity module must be an item of a module (the crate root, or any
+/// `mod`), not of a function body: its facade names the sealed sibling
+/// module through `super::`.
 ///
 /// The module becomes a facade over the SeaORM entity, which is sealed in a
 /// hidden sibling module:

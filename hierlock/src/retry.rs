@@ -106,7 +106,7 @@ impl Retryable for DbErr {
 /// let total = retry(&db, &policy, async |txn| {
 ///     locker.acquire(txn, [Target::account("u1", "a1").write()]).await?;
 ///     // … reads and writes on `txn` …
-///     Ok(42)
+///     Ok::<_, hierlock::Error>(42)
 /// })
 /// .await?;
 /// # Ok(()) }
