@@ -9,6 +9,10 @@
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
+mod proxy;
+
+pub use proxy::Proxy;
+
 use hierlock::{Config, Locker, PostgresLocks};
 use hierlock_migration::Provision;
 use sea_orm::{
@@ -149,6 +153,42 @@ impl Fixture {
             locker,
             config,
         }
+    }
+
+    /// The server's address, for a [`Proxy`] in front of it.
+    ///
+    /// # Panics
+    /// On SQLite, which has no server.
+    pub fn server_addr(&self) -> std::net::SocketAddr {
+        let url = self.backend.url();
+        let host_port = url
+            .split('@')
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("no host:port in {url}"));
+        std::net::ToSocketAddrs::to_socket_addrs(host_port)
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .unwrap_or_else(|| panic!("cannot resolve {host_port}"))
+    }
+
+    /// A new pool and locker for this lock space, connected through `proxy`.
+    ///
+    /// # Panics
+    /// If the server is unreachable through the proxy.
+    pub async fn through(&self, proxy: &Proxy) -> (DatabaseConnection, Locker) {
+        let url = self.backend.url();
+        let direct = self.server_addr();
+        let url = url.replacen(
+            &format!(":{}/", direct.port()),
+            &format!(":{}/", proxy.port()),
+            1,
+        );
+        let db = connect(&url).await;
+        let locker = Locker::connect(&db, self.config.clone())
+            .await
+            .unwrap_or_else(|e| panic!("connecting a locker through the proxy: {e}"));
+        (db, locker)
     }
 
     /// Begin a transaction (the server's default isolation).

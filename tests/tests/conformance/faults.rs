@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use hierlock::{Error, ErrorKind, RetryPolicy, Target, TxnState, Wait, retry};
-use hierlock_tests::{Backend, Fixture, bounded};
+use hierlock_tests::{Backend, Fixture, Proxy, bounded};
 use sea_orm::DatabaseTransaction;
 
 use crate::support::{holding, take};
@@ -63,6 +63,39 @@ pub async fn a_killed_holder_is_connection_lost_and_its_locks_go_with_it(backend
     assert_lost(&err);
     drop(holder);
     assert_free(&fx, "the killed holder's locks", &r1).await;
+}
+
+pub async fn a_cut_network_is_connection_lost_and_the_locks_go_with_it(backend: Backend) {
+    let fx = Fixture::new(backend, "cutnet", 1000).await;
+    let proxy = Proxy::start(fx.server_addr()).await;
+    let (db, locker) = fx.through(&proxy).await;
+    let r1 = Target::resource("u1", "a1", "r1").write();
+    let txn = sea_orm::TransactionTrait::begin(&db).await.expect("begin");
+    locker
+        .acquire(&txn, [r1.clone()])
+        .await
+        .expect("uncontended");
+    proxy.cut();
+    let err = bounded(
+        "an acquisition on a cut connection",
+        locker.acquire(&txn, [Target::resource("u1", "a1", "r2").write()]),
+    )
+    .await
+    .expect_err("the connection is cut");
+    assert_lost(&err);
+    drop(txn);
+    // The server saw the connection close and released its locks.
+    assert_free(&fx, "the cut connection's locks", &r1).await;
+    // The pool behind the proxy recovers with new connections.
+    let txn = sea_orm::TransactionTrait::begin(&db)
+        .await
+        .expect("a new connection");
+    bounded(
+        "an acquisition on a new connection",
+        locker.acquire(&txn, [r1]),
+    )
+    .await
+    .expect("granted");
 }
 
 pub async fn a_waiter_killed_while_waiting_is_connection_lost(backend: Backend) {

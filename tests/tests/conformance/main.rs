@@ -74,6 +74,7 @@ macro_rules! exact_tests {
             cancel::timeouts_have_millisecond_precision,
             faults::a_killed_holder_is_connection_lost_and_its_locks_go_with_it,
             faults::a_waiter_killed_while_waiting_is_connection_lost,
+            faults::a_cut_network_is_connection_lost_and_the_locks_go_with_it,
             faults::retry_runs_again_after_a_killed_connection,
             faults::retry_runs_again_after_a_deadlock,
             errors::transaction_of_another_database_is_misuse,
