@@ -123,18 +123,28 @@ pub async fn timeout_conflict_is_lock_timeout_and_restores_the_setting(backend: 
         .expect("granted");
 }
 
-pub async fn zero_timeout_is_invalid(backend: Backend) {
+pub async fn out_of_range_timeouts_are_invalid_and_long_ones_work(backend: Backend) {
     let fx = Fixture::new(backend, "zero", 1000).await;
     let txn = fx.begin().await;
-    let err = take(
-        &fx,
-        &txn,
-        &[Target::user("u").write()],
-        Wait::Timeout(Duration::ZERO),
-    )
-    .await
-    .expect_err("zero timeout");
-    assert_eq!(err.kind(), ErrorKind::InvalidConfig);
+    let user = [Target::user("u").write()];
+    let too_long = hierlock::MAX_TIMEOUT + Duration::from_secs(1);
+    for wait in [Wait::Timeout(Duration::ZERO), Wait::Timeout(too_long)] {
+        let err = take(&fx, &txn, &user, wait)
+            .await
+            .expect_err("out of range");
+        assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{wait:?}: {err}");
+        assert_eq!(err.txn_state(), hierlock::TxnState::Unchanged);
+        let err = hierlock::Config::default()
+            .with_wait(wait)
+            .expect_err("out of range in a Config");
+        assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{wait:?}: {err}");
+    }
+    // Longer than PostgreSQL's `lock_timeout` can hold (about 24.8 days):
+    // the deadline is hierlock's, so it works on every server.
+    let month = Wait::Timeout(Duration::from_secs(30 * 24 * 3600));
+    take(&fx, &txn, &user, month)
+        .await
+        .expect("a 30-day timeout, uncontended");
 }
 
 /// Blocking still ends when the server's own lock-wait timeout runs out.
