@@ -103,6 +103,16 @@ impl AppError {
     }
 }
 
+impl hierlock::Retryable for AppError {
+    fn is_retryable(&self) -> bool {
+        match self {
+            AppError::Lock(e) => e.is_retryable(),
+            AppError::Db(e) => hierlock::Retryable::is_retryable(e),
+            _ => false,
+        }
+    }
+}
+
 /// The repository under test.
 struct Repo {
     locker: Locker,
@@ -743,6 +753,41 @@ async fn the_locks_and_the_writes_commit_together() {
         .expect("free after the commit");
     txn.commit().await.expect("commit");
     assert_eq!(fx.balance(&r).await, 106);
+}
+
+/// `hierlock::retry` runs a repository method again after a retryable
+/// failure, on a new transaction, and commits once.
+#[tokio::test]
+async fn retry_runs_a_repository_method_until_its_locks_are_free() {
+    let fx = Fixture::new("m7").await;
+    let (u, a) = (fx.id("u1"), fx.id("a1"));
+    fx.tree(&u, &a).await;
+    let r = res(&fx, "r1", "a1");
+    let holder = fx.begin().await;
+    fx.repo
+        .deposit(&holder, &u, &a, &r, 0)
+        .await
+        .expect("the holder locks r1");
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    let policy = hierlock::RetryPolicy::default()
+        .with_max_attempts(50)
+        .with_backoff(Duration::from_millis(20), Duration::from_millis(50));
+    let (deposited, ()) = tokio::join!(
+        hierlock::retry(&fx.db, &policy, async |txn| {
+            attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            fx.repo.deposit_nowait(txn, &u, &a, &r, 7).await
+        }),
+        async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            holder.rollback().await.expect("release");
+        }
+    );
+    assert_eq!(deposited.expect("retried until free"), 107);
+    assert!(
+        attempts.load(std::sync::atomic::Ordering::SeqCst) > 1,
+        "the first attempt met the holder"
+    );
+    assert_eq!(fx.balance(&r).await, 107, "committed once");
 }
 
 #[tokio::test]
