@@ -16,6 +16,7 @@ use crate::error::{Error, Result, TxnState};
 use crate::plan::{Keyspace, LockPlan, PlannedLock};
 use crate::schema;
 use crate::target::{Access, Request, Target};
+use crate::topology::{self, Topology};
 
 /// How locks are represented on the connected server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,7 @@ struct Inner {
     strategy: Strategy,
     /// Ends the server-side wait of a lock statement that is given up.
     canceller: Canceller,
+    topology: Topology,
 }
 
 const SAVEPOINT: &str = "hierlock_acquire";
@@ -77,6 +79,9 @@ impl Locker {
     ///   or provisioning did not finish.
     /// - [`Error::ConfigMismatch`]: the table was provisioned for another key
     ///   scheme or bucket space.
+    /// - [`Error::UnsafeTopology`]: a server on which locks would not exclude
+    ///   each other (a Galera node, unless opted in; a read-only server, a
+    ///   replica, a hot standby).
     /// - [`Error::Database`]: the server could not be asked.
     pub async fn connect(db: &DatabaseConnection, config: Config) -> Result<Locker> {
         let dialect = Dialect::detect(db).await?;
@@ -87,6 +92,7 @@ impl Locker {
             (Dialect::Sqlite, _) => Strategy::SqliteWriteLock,
             _ => Strategy::BucketRows,
         };
+        let topology = topology::check(db, dialect, &config).await?;
         match strategy {
             Strategy::BucketRows => schema::verify(db, dialect, &config).await?,
             Strategy::SqliteWriteLock => schema::ensure_sqlite(db, &config).await?,
@@ -99,8 +105,14 @@ impl Locker {
                 dialect,
                 strategy,
                 canceller: Canceller::new(db, dialect),
+                topology,
             }),
         })
+    }
+
+    /// The deployment found at connect (see [`Topology`]).
+    pub fn topology(&self) -> Topology {
+        self.inner.topology
     }
 
     /// The configuration.

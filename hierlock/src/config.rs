@@ -164,6 +164,7 @@ pub struct Config {
     key_scheme: KeyScheme,
     wait: Wait,
     postgres: PostgresLocks,
+    galera_single_writer: bool,
 }
 
 impl Default for Config {
@@ -174,6 +175,7 @@ impl Default for Config {
             key_scheme: KeyScheme::default(),
             wait: Wait::default(),
             postgres: PostgresLocks::default(),
+            galera_single_writer: false,
         }
     }
 }
@@ -219,6 +221,31 @@ impl Config {
     pub fn with_wait(mut self, wait: Wait) -> Result<Self> {
         self.wait = wait.validate()?;
         Ok(self)
+    }
+
+    /// Accept a Galera cluster node: **every lock-taking transaction must run
+    /// on one node** (a proxy routing all writes to one primary, such as
+    /// MaxScale's readwritesplit or ProxySQL with a single writer hostgroup).
+    /// Galera does not replicate row locks: without that routing two nodes
+    /// grant the same lock, and [`Locker::connect`](crate::Locker::connect)
+    /// refuses a Galera node unless this is set.
+    ///
+    /// What to expect on failover: the writer node dies, its clients get a
+    /// lost connection (MySQL 2013 for a waiter, 2006 for a holder:
+    /// [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost),
+    /// retryable); a COMMIT in flight has an unknown outcome (make the work
+    /// idempotent, or check before retrying); writes on the survivors stall
+    /// for about 5–6 s while the cluster re-forms. Galera's certification
+    /// aborts of conflicting writes arrive as 1213 and are
+    /// [`ErrorKind::Deadlock`](crate::ErrorKind::Deadlock), retryable.
+    pub fn with_galera_single_writer(mut self) -> Self {
+        self.galera_single_writer = true;
+        self
+    }
+
+    /// Whether a Galera node is accepted (see [`Config::with_galera_single_writer`]).
+    pub fn galera_single_writer(&self) -> bool {
+        self.galera_single_writer
     }
 
     /// Represent locks on PostgreSQL this way.

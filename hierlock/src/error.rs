@@ -119,6 +119,19 @@ pub enum Error {
     #[error("{0}")]
     Misuse(String),
 
+    /// The server is one on which locks would not exclude each other: a
+    /// Galera node (unless [`Config::with_galera_single_writer`] says every
+    /// lock-taking transaction runs on one node), a read-only server, a
+    /// replica or a hot standby. Refused at
+    /// [`Locker::connect`](crate::Locker::connect), before any lock.
+    ///
+    /// [`Config::with_galera_single_writer`]: crate::Config::with_galera_single_writer
+    #[error("{reason}")]
+    UnsafeTopology {
+        /// What the server is, and why locks there would not work.
+        reason: String,
+    },
+
     /// The connection to the server is gone: the server shut down or
     /// restarted, the connection was killed (`KILL`, `pg_terminate_backend`),
     /// the network failed, or a failover moved the primary. The transaction
@@ -167,6 +180,8 @@ pub enum ErrorKind {
     NotCovered,
     /// See [`Error::Misuse`].
     Misuse,
+    /// See [`Error::UnsafeTopology`].
+    UnsafeTopology,
     /// See [`Error::ConnectionLost`].
     ConnectionLost,
     /// See [`Error::Database`].
@@ -212,6 +227,7 @@ impl Error {
             Error::Deadlock { .. } => ErrorKind::Deadlock,
             Error::NotCovered { .. } => ErrorKind::NotCovered,
             Error::Misuse(_) => ErrorKind::Misuse,
+            Error::UnsafeTopology { .. } => ErrorKind::UnsafeTopology,
             Error::ConnectionLost { .. } => ErrorKind::ConnectionLost,
             Error::Database { .. } => ErrorKind::Database,
         }

@@ -21,6 +21,7 @@ mod protect;
 mod retry;
 pub mod schema;
 mod target;
+mod topology;
 
 pub use acquire::{LockSet, Locker};
 pub use classify::conflict_kind;
@@ -37,6 +38,7 @@ pub use level::Level;
 pub use plan::{Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock};
 pub use retry::{RetryPolicy, Retryable, retry};
 pub use target::{Access, Request, Target};
+pub use topology::Topology;
 
 pub use __private::AsTransaction;
 pub use hierlock_macros::{hierlocked, protected};
