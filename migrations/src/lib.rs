@@ -1,6 +1,6 @@
 //! Provisioning of [`hierlock`]'s bucket table: a resumable fill
 //! ([`Provision`]), the same as a sea-orm-migration migration ([`Migrator`],
-//! [`CreateHierLockBuckets`]), and a command-line tool (`hierlock-provision`).
+//! [`CreateHierLockBuckets`]), and a command-line tool (`hierlock`: `provision`, `verify`, `status`).
 //!
 //! # What is created
 //!
@@ -102,20 +102,22 @@
 //! 3. From the shell, with a progress bar (resumable: interrupt it and run it again):
 //!
 //! ```text
-//! cargo run -p hierlock-migration --release -- \
+//! cargo run -p hierlock-migration --release --bin hierlock -- provision \
 //!     --database-url mysql://root@127.0.0.1:3306/app --bucket-space 10000000
 //! ```
 //!
 //! # Features
 //!
-//! - `cli` (default): the `hierlock-provision` binary (clap, indicatif,
+//! - `cli` (default): the `hierlock` binary (clap, indicatif,
 //!   tokio). Libraries depending on this crate can turn it off.
 #![warn(missing_docs)]
 
+mod inspect;
 mod migration;
 mod provision;
 mod sql;
 
+pub use inspect::{LockStore, Status, Verification, status, verify};
 pub use migration::{CreateHierLockBuckets, Migrator};
 pub use provision::{DEFAULT_CHUNK_ROWS, Progress, Provision, Report};
 

@@ -1,0 +1,241 @@
+//! `hierlock`: the operator's command line.
+//!
+//! ```text
+//! hierlock provision --database-url mysql://root@127.0.0.1:3306/app   # create and fill the bucket table (resumable)
+//! hierlock verify    --database-url mysql://root@127.0.0.1:3306/app   # complete? fit for locks? (exit 1 if not)
+//! hierlock status    --database-url mysql://root@127.0.0.1:3306/app   # server, topology, sizes, advice
+//! ```
+//!
+//! `DATABASE_URL` may replace `--database-url`.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hierlock::{Config, PostgresLocks, SEED_BUCKET_SPACE};
+use hierlock_migration::{DEFAULT_CHUNK_ROWS, Provision, error_chain};
+use indicatif::{HumanCount, ProgressBar, ProgressStyle};
+
+/// hierlock's operator commands.
+#[derive(Debug, Parser)]
+#[command(name = "hierlock", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create and fill the bucket table (resumable; safe to run again).
+    ///
+    /// On PostgreSQL hierlock uses advisory locks by default and needs the
+    /// table only with `--postgres-locks bucket-table`; on SQLite only a
+    /// metadata row is created.
+    Provision {
+        #[command(flatten)]
+        target: Target,
+        /// Rows per INSERT statement; each commits on its own.
+        #[arg(long, default_value_t = DEFAULT_CHUNK_ROWS)]
+        chunk_rows: u32,
+    },
+    /// Check that the server is fit for locks (topology) and that the bucket
+    /// table is complete and provisioned as configured. Exit code 1 if not.
+    Verify {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Report the server, its topology, how locks are kept, and the table's
+    /// size against the server's cache, with sizing advice.
+    Status {
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+/// Which database, and the configuration the services use.
+#[derive(Debug, Args)]
+struct Target {
+    /// The database, e.g. mysql://user:pass@host:3306/db.
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// Bucket table (its metadata table is this name with `_meta` appended).
+    #[arg(long, default_value = hierlock::DEFAULT_TABLE)]
+    table: String,
+    /// Buckets per level; every service sharing the table must use the same.
+    #[arg(long, default_value_t = SEED_BUCKET_SPACE)]
+    bucket_space: u32,
+    /// How locks are kept on PostgreSQL.
+    #[arg(long, value_enum, default_value_t = PgLocks::Advisory)]
+    postgres_locks: PgLocks,
+    /// Accept a Galera node (every lock-taking transaction on one node).
+    #[arg(long)]
+    galera_single_writer: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PgLocks {
+    /// Transaction-scoped advisory locks, no table (the default).
+    Advisory,
+    /// Row locks on the bucket table.
+    BucketTable,
+}
+
+impl Target {
+    fn config(&self) -> Result<Config, String> {
+        let mut config = Config::default()
+            .with_table(&self.table)
+            .and_then(|config| config.with_bucket_space(self.bucket_space))
+            .map_err(|e| error_chain(&e))?;
+        if let PgLocks::BucketTable = self.postgres_locks {
+            config = config.with_postgres_locks(PostgresLocks::BucketTable);
+        }
+        if self.galera_single_writer {
+            config = config.with_galera_single_writer();
+        }
+        Ok(config)
+    }
+
+    async fn connect(&self) -> Result<hierlock::sea_orm::DatabaseConnection, String> {
+        hierlock::sea_orm::Database::connect(&self.database_url)
+            .await
+            .map_err(|e| format!("cannot connect to the database: {}", error_chain(&e)))
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match &cli.command {
+        Command::Provision { target, chunk_rows } => provision(target, *chunk_rows).await,
+        Command::Verify { target } => verify(target).await,
+        Command::Status { target } => status(target).await,
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("hierlock: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn verify(target: &Target) -> Result<(), String> {
+    let config = target.config()?;
+    let db = target.connect().await?;
+    let verification = hierlock_migration::verify(&db, &config)
+        .await
+        .map_err(|e| error_chain(&e))?;
+    println!("{verification}");
+    Ok(())
+}
+
+async fn status(target: &Target) -> Result<(), String> {
+    let config = target.config()?;
+    let db = target.connect().await?;
+    let status = hierlock_migration::status(&db, &config)
+        .await
+        .map_err(|e| error_chain(&e))?;
+    print!("{status}");
+    Ok(())
+}
+
+async fn provision(target: &Target, chunk_rows: u32) -> Result<(), String> {
+    let config = target.config()?;
+    let db = target.connect().await?;
+    let progress = Progress::new()?;
+    let started = Instant::now();
+    let result = Provision::new(config.clone())
+        .chunk_rows(chunk_rows)
+        .run_with_progress(&db, |p| progress.update(p))
+        .await;
+    progress.finish();
+    let report = result.map_err(|e| error_chain(&e))?;
+    let elapsed = started.elapsed();
+    if report.total_rows == 0 {
+        println!(
+            "no bucket rows needed on this server; metadata table `{}_meta` ready",
+            target.table
+        );
+        return Ok(());
+    }
+    let rate = report.inserted as f64 / elapsed.as_secs_f64().max(1e-9);
+    println!(
+        "`{}` is complete: {} rows ({} buckets per level, 3 levels)",
+        target.table,
+        HumanCount(report.total_rows),
+        HumanCount(u64::from(target.bucket_space)),
+    );
+    println!(
+        "inserted {} rows in {:.1?} ({} rows/s); {} were already there",
+        HumanCount(report.inserted),
+        elapsed,
+        HumanCount(rate.round() as u64),
+        HumanCount(report.resumed_from),
+    );
+    Ok(())
+}
+
+/// A progress bar on a terminal; a plain line per 5% otherwise (logs, CI).
+struct Progress {
+    bar: Option<ProgressBar>,
+    last_step: std::cell::Cell<u64>,
+}
+
+impl Progress {
+    fn new() -> Result<Progress, String> {
+        if !std::io::stderr().is_terminal() {
+            return Ok(Progress {
+                bar: None,
+                last_step: std::cell::Cell::new(u64::MAX),
+            });
+        }
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {msg:<9} [{bar:40}] {human_pos}/{human_len} rows ({per_sec:0}, {eta} left)",
+            )
+            .map_err(|e| e.to_string())?
+            .progress_chars("=> "),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Ok(Progress {
+            bar: Some(bar),
+            last_step: std::cell::Cell::new(u64::MAX),
+        })
+    }
+
+    fn update(&self, progress: &hierlock_migration::Progress) {
+        match &self.bar {
+            Some(bar) => {
+                if bar.length() != Some(progress.rows_total) {
+                    bar.set_length(progress.rows_total);
+                    // Rows found already there are not part of this run's rate.
+                    bar.set_position(progress.rows_done);
+                    bar.reset_eta();
+                }
+                bar.set_message(progress.level.name());
+                bar.set_position(progress.rows_done);
+            }
+            None => {
+                let step = progress.rows_done * 20 / progress.rows_total.max(1);
+                if step != self.last_step.get() {
+                    self.last_step.set(step);
+                    eprintln!(
+                        "provisioning: {} of {} rows ({}%), level {}",
+                        HumanCount(progress.rows_done),
+                        HumanCount(progress.rows_total),
+                        step * 5,
+                        progress.level.name()
+                    );
+                }
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

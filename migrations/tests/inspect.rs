@@ -1,0 +1,179 @@
+//! `verify` and `status` (and the `hierlock` command running them) against
+//! the real servers: MariaDB, MySQL, PostgreSQL (both lock stores), SQLite.
+
+use std::process::Command;
+
+use hierlock::{Config, ErrorKind, PostgresLocks, Topology};
+use hierlock_migration::{LockStore, Provision, status, verify};
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
+
+const SPACE: u32 = 50;
+
+struct Server {
+    url: String,
+    postgres_locks: Option<PostgresLocks>,
+}
+
+fn servers() -> Vec<Server> {
+    let url = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.to_owned());
+    let sqlite = std::env::temp_dir().join(format!("hierlock-inspect-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&sqlite);
+    vec![
+        Server {
+            url: url("HIERLOCK_MARIADB_URL", "mysql://root@127.0.0.1:3306/test"),
+            postgres_locks: None,
+        },
+        Server {
+            url: url("HIERLOCK_MYSQL_URL", "mysql://root@127.0.0.1:3307/test"),
+            postgres_locks: None,
+        },
+        Server {
+            url: url(
+                "HIERLOCK_POSTGRES_URL",
+                "postgres://postgres@127.0.0.1:5432/test",
+            ),
+            postgres_locks: Some(PostgresLocks::BucketTable),
+        },
+        Server {
+            url: url(
+                "HIERLOCK_POSTGRES_URL",
+                "postgres://postgres@127.0.0.1:5432/test",
+            ),
+            postgres_locks: Some(PostgresLocks::default()),
+        },
+        Server {
+            url: format!("sqlite://{}?mode=rwc", sqlite.display()),
+            postgres_locks: None,
+        },
+    ]
+}
+
+async fn connect(url: &str) -> DatabaseConnection {
+    Database::connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("{url} is unreachable ({e}): the suite needs it"))
+}
+
+fn config(table: &str, server: &Server) -> Config {
+    let config = Config::default()
+        .with_table(table)
+        .and_then(|c| c.with_bucket_space(SPACE))
+        .expect("valid");
+    match server.postgres_locks {
+        Some(locks) => config.with_postgres_locks(locks),
+        None => config,
+    }
+}
+
+async fn fresh(db: &DatabaseConnection, config: &Config) {
+    for table in [config.table().to_string(), config.table().meta()] {
+        db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}"))
+            .await
+            .expect("drop");
+    }
+    Provision::new(config.clone())
+        .run(db)
+        .await
+        .expect("provision");
+}
+
+#[tokio::test]
+async fn verify_reports_a_complete_table_and_names_a_missing_level() {
+    for (i, server) in servers().iter().enumerate() {
+        let db = connect(&server.url).await;
+        let config = config(&format!("hl_inspect_verify_{i}"), server);
+        fresh(&db, &config).await;
+        let verified = verify(&db, &config).await.expect("complete");
+        assert_eq!(verified.topology, Topology::Single, "{}", server.url);
+        match verified.store {
+            LockStore::BucketTable => {
+                assert_eq!(
+                    verified.rows_per_level,
+                    Some([50, 50, 50]),
+                    "{}",
+                    server.url
+                );
+                // One account bucket gone: named, and not complete.
+                db.execute_raw(Statement::from_string(
+                    db.get_database_backend(),
+                    format!(
+                        "DELETE FROM {} WHERE level = 1 AND bucket = 7",
+                        config.table()
+                    ),
+                ))
+                .await
+                .expect("delete a row");
+                let err = verify(&db, &config).await.expect_err("a row is missing");
+                assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
+                assert!(err.to_string().contains("level account"), "{err}");
+                assert!(err.to_string().contains("49 of 50"), "{err}");
+            }
+            LockStore::Advisory | LockStore::SqliteWriteLock => {
+                assert_eq!(verified.rows_per_level, None, "{}", server.url);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn status_reports_the_server_its_store_and_sizes() {
+    for (i, server) in servers().iter().enumerate() {
+        let db = connect(&server.url).await;
+        let config = config(&format!("hl_inspect_status_{i}"), server);
+        fresh(&db, &config).await;
+        let status = status(&db, &config).await.expect("status");
+        assert!(!status.version.is_empty(), "{}", server.url);
+        assert_eq!(status.topology, Topology::Single);
+        match status.store {
+            LockStore::BucketTable => {
+                assert!(status.table_bytes.is_some_and(|b| b > 0), "{status}");
+                assert!(status.cache_bytes.is_some_and(|b| b > 0), "{status}");
+            }
+            LockStore::Advisory => {
+                assert!(status.lock_table_slots.is_some_and(|n| n > 0), "{status}");
+            }
+            LockStore::SqliteWriteLock => {
+                assert!(
+                    status.advice.iter().any(|a| a.contains("serialises")),
+                    "{status}"
+                );
+            }
+        }
+    }
+}
+
+/// The `hierlock` command: exit 0 and a report when fit, exit 1 and the
+/// reason on stderr when not.
+#[tokio::test]
+async fn the_command_line_verifies_and_reports() {
+    let server = &servers()[0];
+    let db = connect(&server.url).await;
+    let config = config("hl_inspect_cli", server);
+    fresh(&db, &config).await;
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hierlock"))
+            .args(args)
+            .args(["--database-url", &server.url, "--bucket-space", "50"])
+            .output()
+            .expect("run hierlock")
+    };
+    let ok = run(&["verify", "--table", "hl_inspect_cli"]);
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        ok.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(
+        stdout.contains("topology: a single writable server"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("complete: 50 / 50 / 50"), "{stdout}");
+    let status = run(&["status", "--table", "hl_inspect_cli"]);
+    assert!(status.status.success());
+    assert!(String::from_utf8_lossy(&status.stdout).contains("cache:"));
+    let missing = run(&["verify", "--table", "hl_inspect_nosuch"]);
+    assert_eq!(missing.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("not provisioned"), "{stderr}");
+}
