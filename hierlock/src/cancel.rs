@@ -53,10 +53,14 @@ pub(crate) enum Canceller {
 impl Canceller {
     /// A canceller for `db`, whose side connection is opened on first use.
     pub(crate) fn new(db: &DatabaseConnection, dialect: Dialect) -> Canceller {
+        // Only SQLx pools have connect options to open a side connection
+        // with (a mock or proxy connection has none: nothing to cancel).
+        #[cfg(any(feature = "mysql", feature = "postgres"))]
+        use sea_orm::DatabaseConnectionType as Pool;
         let _ = dialect;
-        match db.get_database_backend() {
+        match &db.inner {
             #[cfg(feature = "mysql")]
-            sea_orm::DbBackend::MySql => {
+            Pool::SqlxMySqlPoolConnection(_) => {
                 let options = db.get_mysql_connection_pool().connect_options();
                 Canceller::MySql {
                     pool: side_pool::<sea_orm::sqlx::MySql>().connect_lazy_with((*options).clone()),
@@ -64,7 +68,7 @@ impl Canceller {
                 }
             }
             #[cfg(feature = "postgres")]
-            sea_orm::DbBackend::Postgres => {
+            Pool::SqlxPostgresPoolConnection(_) => {
                 let options = db.get_postgres_connection_pool().connect_options();
                 Canceller::Postgres(
                     side_pool::<sea_orm::sqlx::Postgres>().connect_lazy_with((*options).clone()),
