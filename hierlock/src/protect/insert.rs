@@ -3,7 +3,7 @@
 use sea_orm::{DbErr, EntityTrait, QueryTrait};
 
 use super::upsert::{Conflict, ProtectedUpsert};
-use super::{Proof, Protect, WriteFuture, WriteProof, check_new, table};
+use super::{Proof, Protect, WriteFuture, WriteProof, check_new, read_back, table};
 use crate::error::{Error, Result};
 
 /// An insert of a protected entity, waiting for its proof:
@@ -78,11 +78,13 @@ where
                 .await
                 .map_err(|e| Error::database(doing(), e))?
                 .last_insert_id;
-            E::find_by_id(key)
-                .one(lock.txn())
-                .await
-                .map_err(|e| Error::database(doing(), e))?
-                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted))
+            read_back(
+                E::find_by_id(key),
+                lock.txn(),
+                &doing(),
+                DbErr::RecordNotInserted,
+            )
+            .await
         })
     }
 

@@ -287,6 +287,22 @@ fn by_primary_key<E: EntityTrait>(model: &E::ActiveModel, action: &str) -> Resul
 
 /// The stored row, read with `FOR UPDATE` so that its IDs are the current
 /// ones (not those of a snapshot taken before the locks).
+/// The row a write just wrote, read back on the proof's transaction (a
+/// protected model has no `IntoActiveModel` for SeaORM's returning
+/// execution): `missing` if it is not there.
+async fn read_back<E: EntityTrait>(
+    select: Select<E>,
+    txn: &sea_orm::DatabaseTransaction,
+    doing: &str,
+    missing: sea_orm::DbErr,
+) -> Result<E::Model> {
+    select
+        .one(txn)
+        .await
+        .map_err(|e| Error::database(doing, e))?
+        .ok_or_else(|| Error::database(doing, missing))
+}
+
 async fn load_for_write<E: EntityTrait>(
     select: Select<E>,
     txn: &sea_orm::DatabaseTransaction,

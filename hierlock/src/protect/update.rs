@@ -4,7 +4,7 @@ use sea_orm::{DbErr, EntityTrait};
 
 use super::{
     Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_moved, check_stored,
-    load_for_write, table,
+    load_for_write, read_back, table,
 };
 use crate::error::{Error, Result};
 
@@ -59,11 +59,7 @@ where
             let doing = || format!("updating `{}`", table::<E>());
             let reread = by_primary_key::<E>(&self.model, "update")?;
             self.run(lock).await?;
-            reread
-                .one(lock.txn())
-                .await
-                .map_err(|e| Error::database(doing(), e))?
-                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotUpdated))
+            read_back(reread, lock.txn(), &doing(), DbErr::RecordNotUpdated).await
         })
     }
 

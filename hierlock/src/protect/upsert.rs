@@ -9,7 +9,7 @@ use sea_orm::{
 
 use super::{
     Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_new, check_stored, id_columns,
-    load_for_write, table,
+    load_for_write, read_back, table,
 };
 use crate::error::{Error, Result};
 
@@ -92,11 +92,7 @@ where
             let reread = by_primary_key::<E>(&self.model, "upsert")?;
             self.run(lock).await?;
             let doing = || format!("upserting into `{}`", table::<E>());
-            reread
-                .one(lock.txn())
-                .await
-                .map_err(|e| Error::database(doing(), e))?
-                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted))
+            read_back(reread, lock.txn(), &doing(), DbErr::RecordNotInserted).await
         })
     }
 
