@@ -2,13 +2,12 @@
 //! retry helper, and a lock handle outliving its runtime.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 use hierlock::{Error, ErrorKind, RetryPolicy, Target, TxnState, Wait, retry};
 use hierlock_tests::{Backend, Fixture, Proxy, bounded};
 use sea_orm::DatabaseTransaction;
 
-use crate::support::{holding, take};
+use crate::support::{assert_free, holding, take};
 
 /// End connection `id` from the server side, as an operator's `KILL` or a
 /// failover would.
@@ -20,25 +19,6 @@ async fn kill(fx: &Fixture, id: i64) {
         }
         Backend::Sqlite => unreachable!("SQLite has no server connection to kill"),
     }
-}
-
-/// Poll until `request` can be taken at once: the server has released
-/// whatever held it (a killed connection's locks go when the server notices).
-async fn assert_free(fx: &Fixture, what: &str, request: &hierlock::Request) {
-    bounded(what, async {
-        loop {
-            let txn = fx.begin().await;
-            if take(fx, &txn, std::slice::from_ref(request), Wait::NoWait)
-                .await
-                .is_ok()
-            {
-                return;
-            }
-            drop(txn);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
 }
 
 fn assert_lost(err: &Error) {

@@ -1,11 +1,9 @@
 //! The standalone handle: a lock-only transaction of its own.
 
-use std::time::Duration;
-
 use hierlock::{ErrorKind, Target, Wait};
-use hierlock_tests::{Backend, Fixture, bounded};
+use hierlock_tests::{Backend, Fixture};
 
-use crate::support::take;
+use crate::support::{assert_free, take};
 
 pub async fn handle_holds_until_release(backend: Backend) {
     let fx = Fixture::new(backend, "handle", 1000).await;
@@ -37,18 +35,5 @@ pub async fn handle_releases_on_drop(backend: Backend) {
         .expect("handle");
     drop(handle);
     // The rollback is sent when the connection goes back to the pool: poll.
-    bounded("release on drop", async {
-        loop {
-            let txn = fx.begin().await;
-            if take(&fx, &txn, std::slice::from_ref(&r), Wait::NoWait)
-                .await
-                .is_ok()
-            {
-                break;
-            }
-            drop(txn);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    assert_free(&fx, "release on drop", &r).await;
 }

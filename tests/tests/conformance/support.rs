@@ -1,5 +1,7 @@
 //! Two-transaction choreography shared by the tests.
 
+use std::time::Duration;
+
 use hierlock::{Error, ErrorKind, LockSet, Request, Wait};
 use hierlock_tests::{Fixture, bounded};
 use sea_orm::DatabaseTransaction;
@@ -79,4 +81,23 @@ pub async fn assert_coexists(fx: &Fixture, held: &[Request], wanted: &[Request])
         .unwrap_or_else(|e| panic!("{wanted:?} must not conflict with {held:?}: {e}"));
     t2.rollback().await.expect("rollback");
     t1.rollback().await.expect("rollback");
+}
+
+/// Poll until `request` can be taken at once: the server has released
+/// whatever held it (a killed connection's locks go when the server notices).
+pub async fn assert_free(fx: &Fixture, what: &str, request: &hierlock::Request) {
+    bounded(what, async {
+        loop {
+            let txn = fx.begin().await;
+            if take(fx, &txn, std::slice::from_ref(request), Wait::NoWait)
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            drop(txn);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
 }
