@@ -1,0 +1,366 @@
+//! hierlock through pgbouncer (≤ 1.20) in transaction mode.
+//!
+//! Every statement of an acquisition runs inside the caller's transaction,
+//! which pgbouncer keeps on one server connection: the advisory locks are
+//! transaction-scoped (`pg_advisory_xact_lock`), so they hold, block, time
+//! out and end with that transaction as on a direct connection. What needs
+//! care is sqlx's protocol use, which the settings below fix (measured on
+//! pgbouncer 1.18, sqlx 0.9; docs/topologies.md):
+//!
+//! - sqlx sends the startup parameter `extra_float_digits`, which pgbouncer
+//!   rejects: `extra_float_digits(None)`.
+//! - sqlx names every prepared statement `sqlx_s_<n>` per client connection.
+//!   With `statement_cache_capacity(0)` it still names them and never closes
+//!   them, so pgbouncer must drop them when a transaction ends
+//!   (`server_reset_query = DEALLOCATE ALL`, `server_reset_query_always = 1`).
+//! - A statement outside a transaction is parsed, then bound after a Sync:
+//!   pgbouncer may hand the server connection to another client in between.
+//!   `Locker::connect` runs such statements, and so does its cancellation
+//!   side connection (a pool with the same options): connect the locker
+//!   through a session-mode pool (here the `test_session` database of the
+//!   same pgbouncer).
+//!
+//! "Blocked" is read from `pg_locks` on the server itself, for the backend
+//! pid the waiting transaction reports through pgbouncer.
+
+use std::time::{Duration, Instant};
+
+use hierlock::{ErrorKind, Locker, Request, Target, Wait};
+use sea_orm::ConnectionTrait;
+use sea_orm::sqlx::postgres::PgConnectOptions;
+use sea_orm::{DatabaseConnection, DatabaseTransaction, DbBackend, Statement, TransactionTrait};
+
+use crate::support::{
+    Server, advisory_config, connect, query_i64, try_connect, try_connect_url, within,
+};
+
+/// The sqlx options hierlock's pools need behind pgbouncer ≤ 1.20 in
+/// transaction mode (with `server_reset_query_always`, see the module docs).
+fn behind_pgbouncer(options: PgConnectOptions) -> PgConnectOptions {
+    options.extra_float_digits(None).statement_cache_capacity(0)
+}
+
+/// A transaction-mode pool, a locker connected through the session-mode
+/// pool, and a direct connection to the server for `pg_locks`.
+struct Bounced {
+    db: DatabaseConnection,
+    locker: Locker,
+    server: DatabaseConnection,
+}
+
+impl Bounced {
+    async fn new() -> Bounced {
+        let db = try_connect(Server::Pgbouncer, 8, behind_pgbouncer)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot reach pgbouncer at {}: {e} (tests/clusters/pgbouncer.sh start)",
+                    Server::Pgbouncer.url()
+                )
+            });
+        let session = try_connect(Server::PgbouncerSession, 2, behind_pgbouncer)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot reach pgbouncer at {}: {e}",
+                    Server::PgbouncerSession.url()
+                )
+            });
+        let locker = within(
+            10,
+            "Locker::connect",
+            Locker::connect(&session, advisory_config()),
+        )
+        .await
+        .expect("a locker through the session-mode pool");
+        let server = connect(Server::PostgresBehindPgbouncer).await;
+        Bounced { db, locker, server }
+    }
+
+    async fn begin(&self) -> DatabaseTransaction {
+        within(10, "BEGIN", self.db.begin())
+            .await
+            .expect("begin through pgbouncer")
+    }
+
+    async fn take(
+        &self,
+        txn: &DatabaseTransaction,
+        request: &Request,
+        wait: Wait,
+    ) -> hierlock::Result<usize> {
+        within(
+            10,
+            "an acquisition",
+            self.locker.acquire_with(txn, [request.clone()], wait),
+        )
+        .await
+        .map(|set| set.statements())
+    }
+
+    /// Lock rows of backend `pid` on the server itself (`granted` or waiting).
+    async fn locks_of(&self, pid: i64, granted: bool) -> i64 {
+        let row = self
+            .server
+            .query_one_raw(Statement::from_sql_and_values(
+                DbBackend::Postgres,
+                "SELECT COUNT(*)::int8 FROM pg_locks WHERE pid = $1 AND granted = $2",
+                [pid.into(), granted.into()],
+            ))
+            .await
+            .expect("pg_locks")
+            .expect("one row");
+        row.try_get_by_index::<i64>(0).expect("count")
+    }
+
+    async fn wait_until_blocked(&self, pid: i64) {
+        within(10, "the waiter to wait in pg_locks", async {
+            while self.locks_of(pid, false).await == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+    }
+
+    async fn wait_until_not_blocked(&self, pid: i64) -> Duration {
+        let from = Instant::now();
+        within(10, "the server-side wait to end", async {
+            while self.locks_of(pid, false).await > 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        from.elapsed()
+    }
+}
+
+/// The server backend a transaction through pgbouncer runs on.
+async fn backend_pid(txn: &DatabaseTransaction) -> i64 {
+    query_i64(txn, "SELECT pg_backend_pid()::int8").await
+}
+
+fn resource() -> Request {
+    Target::resource("u1", "a1", "r1").write()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_write_lock_blocks_a_second_acquisition() {
+    let fx = Bounced::new().await;
+    let holder = fx.begin().await;
+    fx.take(&holder, &resource(), Wait::Block)
+        .await
+        .expect("uncontended");
+    let waiter = fx.begin().await;
+    let pid = backend_pid(&waiter).await;
+    assert_ne!(
+        pid,
+        backend_pid(&holder).await,
+        "two transactions, two server backends"
+    );
+    let locker = fx.locker.clone();
+    let waiting = tokio::spawn(async move {
+        let outcome = locker
+            .acquire(&waiter, [resource()])
+            .await
+            .map(|set| set.statements());
+        (outcome, waiter)
+    });
+    fx.wait_until_blocked(pid).await;
+    assert!(!waiting.is_finished(), "granted while held");
+    within(10, "COMMIT", holder.commit()).await.expect("commit");
+    let (outcome, waiter) = within(10, "the waiter", waiting).await.expect("task");
+    outcome.expect("granted once the holder committed");
+    assert!(
+        fx.locks_of(pid, true).await > 0,
+        "the waiter's backend holds the lock"
+    );
+    within(10, "COMMIT", waiter.commit()).await.expect("commit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nowait_is_would_block() {
+    let fx = Bounced::new().await;
+    let holder = fx.begin().await;
+    fx.take(&holder, &resource(), Wait::Block)
+        .await
+        .expect("uncontended");
+    let other = fx.begin().await;
+    let err = fx
+        .take(&other, &resource(), Wait::NoWait)
+        .await
+        .expect_err("held");
+    assert_eq!(err.kind(), ErrorKind::WouldBlock, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_is_lock_timeout_and_ends_the_server_side_wait() {
+    let fx = Bounced::new().await;
+    let holder = fx.begin().await;
+    fx.take(&holder, &resource(), Wait::Block)
+        .await
+        .expect("uncontended");
+    let waiter = fx.begin().await;
+    let pid = backend_pid(&waiter).await;
+    let timeout = Duration::from_millis(300);
+    let from = Instant::now();
+    let err = fx
+        .take(&waiter, &resource(), Wait::Timeout(timeout))
+        .await
+        .expect_err("held");
+    let waited = from.elapsed();
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    assert!(
+        waited >= timeout && waited < timeout + Duration::from_secs(3),
+        "{waited:?}"
+    );
+    // Cancelled on the server (pg_cancel_backend through pgbouncer), not
+    // left waiting until the holder ends.
+    assert_eq!(
+        fx.locks_of(pid, false).await,
+        0,
+        "still waiting on the server"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_acquisition_ends_its_server_side_wait() {
+    let fx = Bounced::new().await;
+    let holder = fx.begin().await;
+    fx.take(&holder, &resource(), Wait::Block)
+        .await
+        .expect("uncontended");
+    let waiter = fx.begin().await;
+    let pid = backend_pid(&waiter).await;
+    let wanted = resource();
+    tokio::select! {
+        outcome = fx.take(&waiter, &wanted, Wait::Block) => panic!("granted while held: {outcome:?}"),
+        () = fx.wait_until_blocked(pid) => {}
+    }
+    let ended = fx.wait_until_not_blocked(pid).await;
+    eprintln!("through pgbouncer: the server-side wait ended {ended:?} after the drop");
+    // The cancelled statement never takes the lock later.
+    within(10, "ROLLBACK", holder.rollback())
+        .await
+        .expect("rollback");
+    let third = fx.begin().await;
+    fx.take(&third, &resource(), Wait::NoWait)
+        .await
+        .expect("free: the dropped acquisition did not take it");
+    let _ = within(10, "the waiter's rollback", waiter.rollback()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_end_with_commit_and_with_rollback() {
+    let fx = Bounced::new().await;
+    for commit in [true, false] {
+        let txn = fx.begin().await;
+        let pid = backend_pid(&txn).await;
+        fx.take(&txn, &resource(), Wait::Block)
+            .await
+            .expect("uncontended");
+        assert!(
+            fx.locks_of(pid, true).await > 0,
+            "held by the transaction's backend"
+        );
+        let other = fx.begin().await;
+        let err = fx
+            .take(&other, &resource(), Wait::NoWait)
+            .await
+            .expect_err("held");
+        assert_eq!(err.kind(), ErrorKind::WouldBlock, "{err}");
+        within(10, "ROLLBACK", other.rollback())
+            .await
+            .expect("rollback");
+        if commit {
+            within(10, "COMMIT", txn.commit()).await.expect("commit");
+        } else {
+            within(10, "ROLLBACK", txn.rollback())
+                .await
+                .expect("rollback");
+        }
+        let after = fx.begin().await;
+        fx.take(&after, &resource(), Wait::NoWait)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "free after {}: {e}",
+                    if commit { "commit" } else { "rollback" }
+                )
+            });
+        within(10, "ROLLBACK", after.rollback())
+            .await
+            .expect("rollback");
+    }
+}
+
+/// What fails without each setting: the reasons the settings are documented.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_settings_pgbouncer_refuses_or_loses_statements() {
+    // sqlx's defaults: pgbouncer refuses the connection.
+    let err = try_connect(Server::Pgbouncer, 1, |options| options)
+        .await
+        .expect_err("pgbouncer rejects sqlx's startup parameters");
+    assert!(
+        err.to_string()
+            .contains("unsupported startup parameter: extra_float_digits"),
+        "{err}"
+    );
+
+    // The statement cache on: the second transaction on a pooled connection
+    // binds a statement its server connection no longer has.
+    let cached = try_connect(Server::Pgbouncer, 1, |options| {
+        options.extra_float_digits(None)
+    })
+    .await
+    .expect("connects without extra_float_digits");
+    let failures = two_transactions(&cached).await;
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0].contains("prepared statement \"sqlx_s_1\" does not exist"),
+        "{failures:?}"
+    );
+
+    // The right options, but the locker connected through the transaction-mode
+    // pool: its connect-time query runs outside a transaction, and is bound
+    // after pgbouncer has reset the server connection it was parsed on.
+    let db = try_connect(Server::Pgbouncer, 2, behind_pgbouncer)
+        .await
+        .expect("connects");
+    let err = within(
+        10,
+        "Locker::connect",
+        Locker::connect(&db, advisory_config()),
+    )
+    .await
+    .expect_err("the topology query is lost between Parse and Bind");
+    assert_eq!(err.kind(), ErrorKind::Database, "{err}");
+    let chain = format!("{err}: {:?}", std::error::Error::source(&err));
+    assert!(chain.contains("does not exist"), "{chain}");
+}
+
+/// Two transactions on one pooled connection, each running a prepared
+/// statement: the errors, if any.
+async fn two_transactions(db: &DatabaseConnection) -> Vec<String> {
+    let mut failures = Vec::new();
+    for i in 0..2_i64 {
+        let txn = within(10, "BEGIN", db.begin()).await.expect("begin");
+        let stmt =
+            Statement::from_sql_and_values(DbBackend::Postgres, "SELECT $1::int8", [i.into()]);
+        if let Err(e) = txn.query_one_raw(stmt).await {
+            failures.push(e.to_string());
+        }
+        let _ = within(10, "ROLLBACK", txn.rollback()).await;
+    }
+    failures
+}
+
+/// The URL parameter `statement-cache-capacity=0` is the same setting as
+/// `statement_cache_capacity(0)`; `extra_float_digits` has no URL parameter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_setting_also_works_as_a_url_parameter() {
+    let url = format!("{}?statement-cache-capacity=0", Server::Pgbouncer.url());
+    let db = try_connect_url(&url, 1, |options| options.extra_float_digits(None))
+        .await
+        .expect("connects");
+    assert_eq!(two_transactions(&db).await, Vec::<String>::new());
+}

@@ -1,0 +1,164 @@
+//! `Locker::connect` on replicas, read-only servers and hot standbys: refused
+//! with `ErrorKind::UnsafeTopology` and the reason; their primaries accepted.
+//!
+//! Each test has its own bucket table (or advisory namespace), so they run in
+//! parallel; none changes a server's state (the read-only case has its own
+//! server, a replica whose replication is stopped).
+
+use std::time::Duration;
+
+use hierlock::{Config, ErrorKind, Locker, PostgresLocks, Topology};
+use hierlock_migration::Provision;
+use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
+
+use crate::support::{Server, advisory_config, bucket_config, connect, exec, query_i64, within};
+
+/// Drop `config`'s tables on `primary`, provision them again, and wait until
+/// `replica` holds every bucket row: the replica then differs from its
+/// primary only in what it is, not in what it holds.
+async fn provision_and_replicate(
+    primary: &DatabaseConnection,
+    replica: &DatabaseConnection,
+    config: &Config,
+) {
+    for table in [config.table().to_string(), config.table().meta()] {
+        exec(primary, &format!("DROP TABLE IF EXISTS {table}")).await;
+    }
+    let report = within(
+        30,
+        "provisioning",
+        Provision::new(config.clone()).run(primary),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("provisioning {} on the primary: {e}", config.table()));
+    assert!(report.total_rows > 0);
+    let count = format!("SELECT COUNT(*) FROM {}", config.table());
+    let backend = replica.get_database_backend();
+    within(20, "the bucket table to reach the replica", async {
+        loop {
+            // The table may not exist there yet.
+            let rows = replica
+                .query_one_raw(Statement::from_string(backend, &count))
+                .await
+                .ok()
+                .flatten()
+                .and_then(|row| row.try_get_by_index::<i64>(0).ok());
+            if rows == Some(i64::try_from(report.total_rows).expect("row count")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}
+
+/// `Locker::connect` on `db` fails with `UnsafeTopology` naming `reason`.
+async fn assert_refused(db: &DatabaseConnection, config: Config, reason: &str) {
+    let err = within(10, "Locker::connect", Locker::connect(db, config))
+        .await
+        .expect_err("locks there would exclude nothing on the primary: refused");
+    assert_eq!(err.kind(), ErrorKind::UnsafeTopology, "{err}");
+    assert!(!err.is_retryable(), "{err}");
+    assert!(err.to_string().contains(reason), "{reason:?} not in: {err}");
+    eprintln!("refused: {err}");
+}
+
+async fn mariadb_slaves_running(db: &DatabaseConnection) -> i64 {
+    query_i64(
+        db,
+        "SELECT CAST(VARIABLE_VALUE AS SIGNED) FROM information_schema.GLOBAL_STATUS \
+         WHERE VARIABLE_NAME = 'SLAVES_RUNNING'",
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mariadb_replica_is_refused_and_its_primary_accepted() {
+    let primary = connect(Server::MariaDbPrimary).await;
+    let replica = connect(Server::MariaDbReplica).await;
+    assert_eq!(
+        mariadb_slaves_running(&replica).await,
+        1,
+        "{:?} must be a running replica (tests/clusters/replicas.sh start)",
+        Server::MariaDbReplica
+    );
+    let config = bucket_config("mariadb_replica");
+    provision_and_replicate(&primary, &replica, &config).await;
+
+    let locker = within(
+        10,
+        "Locker::connect",
+        Locker::connect(&primary, config.clone()),
+    )
+    .await
+    .expect("the primary takes locks");
+    assert_eq!(locker.topology(), Topology::Single);
+    // The replica is also --read-only: the replication thread is the reason given.
+    assert_refused(
+        &replica,
+        config,
+        "a replica (a replication thread is running)",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_mariadb_server_is_refused() {
+    let read_only = connect(Server::MariaDbReadOnly).await;
+    assert_eq!(
+        query_i64(&read_only, "SELECT CAST(@@GLOBAL.read_only AS SIGNED)").await,
+        1
+    );
+    assert_eq!(
+        mariadb_slaves_running(&read_only).await,
+        0,
+        "{:?} must not replicate: this test is about @@read_only alone",
+        Server::MariaDbReadOnly
+    );
+    assert_refused(
+        &read_only,
+        bucket_config("mariadb_read_only"),
+        "read-only (@@read_only)",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_hot_standby_is_refused_and_its_primary_accepted() {
+    let primary = connect(Server::PostgresPrimary).await;
+    let standby = connect(Server::PostgresStandby).await;
+    assert_eq!(
+        query_i64(&primary, "SELECT pg_is_in_recovery()::int::int8").await,
+        0
+    );
+    assert_eq!(
+        query_i64(&standby, "SELECT pg_is_in_recovery()::int::int8").await,
+        1
+    );
+    let config = advisory_config();
+    let locker = within(
+        10,
+        "Locker::connect",
+        Locker::connect(&primary, config.clone()),
+    )
+    .await
+    .expect("the primary takes locks");
+    assert_eq!(locker.topology(), Topology::Single);
+    assert_refused(&standby, config, "a hot standby (pg_is_in_recovery())").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_hot_standby_is_refused_with_the_bucket_table_too() {
+    let primary = connect(Server::PostgresPrimary).await;
+    let standby = connect(Server::PostgresStandby).await;
+    let config = bucket_config("pg_standby").with_postgres_locks(PostgresLocks::BucketTable);
+    provision_and_replicate(&primary, &standby, &config).await;
+    within(
+        10,
+        "Locker::connect",
+        Locker::connect(&primary, config.clone()),
+    )
+    .await
+    .expect("the primary takes locks");
+    assert_refused(&standby, config, "a hot standby (pg_is_in_recovery())").await;
+}
