@@ -59,8 +59,11 @@ auth_type = trust
 auth_file = $DIR/userlist.txt
 pool_mode = transaction
 max_client_conn = 500
-default_pool_size = 40
+; Few server connections, closed soon when idle: the upstream is the shared
+; server (max_connections 100), which the conformance suite also needs.
+default_pool_size = 20
 reserve_pool_size = 0
+server_idle_timeout = 15
 ; Every server connection goes back to the pool without prepared statements,
 ; so that sqlx's never-closed sqlx_s_N statements cannot collide in the next
 ; transaction (docs/topologies.md).
