@@ -12,7 +12,7 @@ use crate::cancel::{CancelOnDrop, Canceller};
 use crate::classify::{Conflict, classify, is_missing_table};
 use crate::config::{Config, PostgresLocks, Wait};
 use crate::dialect::Dialect;
-use crate::error::{Error, Result, TxnState};
+use crate::error::{Error, ErrorKind, Result, TxnState};
 use crate::plan::{Keyspace, LockPlan, PlannedLock};
 use crate::schema;
 use crate::target::{Access, Request, Target};
@@ -226,12 +226,15 @@ impl Locker {
             what: describe_requests(&held.requests),
             statements: 0,
             cancel: None,
+            holds_prefix: false,
         };
         // PostgreSQL aborts the whole transaction on a failed statement: run
         // attempts that are expected to fail inside a savepoint.
         let isolate = self.inner.dialect == Dialect::Postgres && wait != Wait::Block;
         let outcome = async {
-            run.prepare_cancel(&self.inner.canceller).await?;
+            if !self.probes_first(run.dialect) {
+                run.prepare_cancel(&self.inner.canceller).await?;
+            }
             if isolate {
                 run.exec(run.savepoint_statement("SAVEPOINT"), "opening a savepoint")
                     .await?;
@@ -252,6 +255,9 @@ impl Locker {
     async fn take(&self, run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
         let restore = run.set_sqlite_busy_timeout().await?;
         let outcome = match self.inner.strategy {
+            Strategy::BucketRows if self.probes_first(run.dialect) => {
+                self.take_bucket_rows_probing(run, plan).await
+            }
             Strategy::BucketRows => self.take_bucket_rows(run, plan).await,
             Strategy::Advisory { .. } => take_advisory(run, plan).await,
             Strategy::SqliteWriteLock => {
@@ -264,22 +270,61 @@ impl Locker {
         run.restore_wait(restore, outcome).await
     }
 
-    /// One statement per run of equal modes (split past the dialect's
-    /// [`max_rows_per_statement`](Dialect::max_rows_per_statement)), in key order.
+    /// Whether acquisitions that may wait first try without waiting: on the
+    /// MySQL family, where one statement takes a whole plan (up to
+    /// [`max_rows_per_statement`](Dialect::max_rows_per_statement) rows), so
+    /// that an uncontended acquisition is one round trip, and the connection
+    /// id that cancellation needs is read only when the plan must wait.
+    fn probes_first(&self, dialect: Dialect) -> bool {
+        dialect.is_mysql_family() && self.inner.strategy == Strategy::BucketRows
+    }
+
+    /// Try the plan with `NOWAIT`; if a row is taken, wait for it (the rows
+    /// the attempt locked stay locked: a prefix of the plan, in order, which
+    /// the waiting statements take again).
+    async fn take_bucket_rows_probing(
+        &self,
+        run: &mut Run<'_, impl ConnectionTrait>,
+        plan: &LockPlan,
+    ) -> Result<()> {
+        if run.wait == Wait::NoWait {
+            return self.take_bucket_rows(run, plan).await;
+        }
+        let wait = std::mem::replace(&mut run.wait, Wait::NoWait);
+        let probe = self.take_bucket_rows(run, plan).await;
+        run.wait = wait;
+        match probe {
+            Err(err) if err.kind() == ErrorKind::WouldBlock => {
+                run.holds_prefix = plan.locks().len() > 1;
+                run.prepare_cancel(&self.inner.canceller).await?;
+                self.take_bucket_rows(run, plan).await
+            }
+            other => other,
+        }
+    }
+
+    /// One statement per [`max_rows_per_statement`](Dialect::max_rows_per_statement)
+    /// rows in key order: mixed modes on the MySQL family, one run of equal
+    /// modes at a time on PostgreSQL.
     async fn take_bucket_rows(
         &self,
         run: &mut Run<'_, impl ConnectionTrait>,
         plan: &LockPlan,
     ) -> Result<()> {
         let chunk = run.dialect.max_rows_per_statement();
-        let statements = plan.runs().flat_map(|locks| locks.chunks(chunk));
-        for (i, locks) in statements.enumerate() {
-            let wait = run.statement_wait(i > 0)?;
+        let statements: Vec<&[PlannedLock]> = if run.dialect.is_mysql_family() {
+            plan.locks().chunks(chunk).collect()
+        } else {
+            plan.runs().flat_map(|locks| locks.chunks(chunk)).collect()
+        };
+        for (i, locks) in statements.into_iter().enumerate() {
+            let partial = run.holds_prefix || i > 0;
+            let wait = run.statement_wait(partial)?;
             let stmt = run
                 .dialect
                 .bucket_lock_statement(self.inner.config.table(), locks, wait);
             // Earlier statements, or earlier rows of this one, may hold locks.
-            let partial = i > 0 || locks.len() > 1;
+            let partial = partial || locks.len() > 1;
             let rows = run.query(stmt, partial).await?;
             self.check_provisioned(locks, &rows, partial || !rows.is_empty())?;
         }
@@ -367,6 +412,8 @@ struct Run<'c, C> {
     /// The canceller and the server-side id of `conn`, for statements that
     /// may wait.
     cancel: Option<(Canceller, i64)>,
+    /// A failed no-wait attempt may have left a prefix of the plan locked.
+    holds_prefix: bool,
 }
 
 impl<C: ConnectionTrait> Run<'_, C> {
@@ -449,7 +496,7 @@ impl<C: ConnectionTrait> Run<'_, C> {
     /// hierlock cancels the statement at the deadline in any case).
     /// `partial`: earlier statements of this acquisition may hold locks.
     fn statement_wait(&self, partial: bool) -> Result<Wait> {
-        let Some(deadline) = self.deadline else {
+        let Some(deadline) = self.deadline.filter(|_| self.wait != Wait::NoWait) else {
             return Ok(self.wait);
         };
         let left = deadline.saturating_duration_since(Instant::now());

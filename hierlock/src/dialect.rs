@@ -97,7 +97,8 @@ impl Dialect {
         }
     }
 
-    /// One statement locking every row of `run` (all of one mode) in key order.
+    /// One statement locking every row of `run` in key order: rows of
+    /// both modes on the MySQL family, rows of one mode on PostgreSQL.
     ///
     /// MySQL family: a `UNION ALL` of point lookups, each with its own lock
     /// clause, in plan order. Each member is an equality on the full primary
@@ -115,9 +116,7 @@ impl Dialect {
         run: &[PlannedLock],
         wait: Wait,
     ) -> Statement {
-        let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
         let table = self.quote(table.as_str());
-        let lock = format!("{}{}", self.lock_clause(mode), self.wait_clause(wait));
         let mut values = Vec::with_capacity(run.len() * 2);
         for lock in run {
             values.push(Value::from(i32::from(lock.key.level.as_u8())));
@@ -132,18 +131,30 @@ impl Dialect {
                 let sep = if i > 0 { ", " } else { "" };
                 write!(sql, "{sep}(${}, ${})", 2 * i + 1, 2 * i + 2).ok();
             }
+            // One mode per statement: PostgreSQL refuses lock clauses
+            // inside a `UNION`.
+            let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
+            let lock = format!("{}{}", self.lock_clause(mode), self.wait_clause(wait));
             write!(sql, ") ORDER BY level, bucket {lock}").ok();
         } else {
-            let member = format!(
-                "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
-                 FROM {table} WHERE level = ? AND bucket = ? {lock}"
-            );
-            if run.len() == 1 {
-                sql.push_str(&member);
+            // Each branch has its own lock clause, so one statement takes
+            // shared and exclusive rows alike, in branch order. Both servers
+            // need the parentheses; one clause at the end would be refused by
+            // MariaDB (1221) and lock only the last branch on MySQL.
+            let wait = self.wait_clause(wait);
+            let member = |mode: LockMode| {
+                format!(
+                    "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
+                     FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
+                    self.lock_clause(mode)
+                )
+            };
+            if let [only] = run {
+                sql.push_str(&member(only.mode));
             } else {
-                for i in 0..run.len() {
+                for (i, lock) in run.iter().enumerate() {
                     let sep = if i > 0 { " UNION ALL " } else { "" };
-                    write!(sql, "{sep}({member})").ok();
+                    write!(sql, "{sep}({})", member(lock.mode)).ok();
                 }
             }
         }
@@ -239,6 +250,39 @@ mod tests {
         dialect
             .bucket_lock_statement(&TableName::default(), run, wait)
             .sql
+    }
+
+    #[test]
+    fn the_mysql_family_takes_a_whole_plan_in_one_statement_with_a_clause_per_row() {
+        let plan = resource_plan();
+        let table = TableName::default();
+        let mysql = Dialect::MySql
+            .bucket_lock_statement(&table, plan.locks(), Wait::Block)
+            .sql;
+        let branch = |clause: &str| {
+            format!(
+                "(SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
+                 FROM `hier_lock_buckets` WHERE level = ? AND bucket = ? {clause})"
+            )
+        };
+        assert_eq!(
+            mysql,
+            [
+                branch("FOR SHARE"),
+                branch("FOR SHARE"),
+                branch("FOR UPDATE")
+            ]
+            .join(" UNION ALL ")
+        );
+        let mariadb = Dialect::MariaDb
+            .bucket_lock_statement(&table, plan.locks(), Wait::NoWait)
+            .sql;
+        assert_eq!(
+            mariadb.matches("LOCK IN SHARE MODE NOWAIT)").count(),
+            2,
+            "{mariadb}"
+        );
+        assert!(mariadb.ends_with("FOR UPDATE NOWAIT)"), "{mariadb}");
     }
 
     #[test]
