@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, QueryResult, Statement,
+    TransactionTrait,
 };
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -84,7 +85,14 @@ impl Locker {
     ///   replica, a hot standby).
     /// - [`Error::Database`]: the server could not be asked.
     pub async fn connect(db: &DatabaseConnection, config: Config) -> Result<Locker> {
-        let dialect = Dialect::detect(db).await?;
+        // In one transaction, so that the checks also run through a
+        // transaction-pooling proxy (pgbouncer), which keeps a server
+        // connection only for a transaction.
+        let txn = db
+            .begin()
+            .await
+            .map_err(|e| Error::database("beginning the locker's checks", e))?;
+        let dialect = Dialect::detect(&txn).await?;
         let strategy = match (dialect, config.postgres_locks()) {
             (Dialect::Postgres, PostgresLocks::Advisory { namespace }) => {
                 Strategy::Advisory { namespace }
@@ -92,12 +100,15 @@ impl Locker {
             (Dialect::Sqlite, _) => Strategy::SqliteWriteLock,
             _ => Strategy::BucketRows,
         };
-        let topology = topology::check(db, dialect, &config).await?;
+        let topology = topology::check(&txn, dialect, &config).await?;
         match strategy {
-            Strategy::BucketRows => schema::verify(db, dialect, &config).await?,
-            Strategy::SqliteWriteLock => schema::ensure_sqlite(db, &config).await?,
+            Strategy::BucketRows => schema::verify(&txn, dialect, &config).await?,
+            Strategy::SqliteWriteLock => schema::ensure_sqlite(&txn, &config).await?,
             Strategy::Advisory { .. } => {}
         }
+        txn.commit()
+            .await
+            .map_err(|e| Error::database("ending the locker's checks", e))?;
         tracing::debug!(?dialect, ?strategy, table = %config.table(), "hierlock locker ready");
         Ok(Locker {
             inner: Arc::new(Inner {

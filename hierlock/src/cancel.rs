@@ -158,13 +158,15 @@ impl Canceller {
             }
             #[cfg(feature = "postgres")]
             Canceller::Postgres(pool) => {
-                sqlx::query(
+                // A simple query (no prepared statement), so that it also
+                // runs through pgbouncer's transaction pooling; `id` is the
+                // integer the server gave.
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
                     "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
-                     WHERE pid = $1 AND state = 'active' \
-                     AND (query LIKE '%pg_advisory_xact_lock%' OR query LIKE '%locked_bucket%')",
-                )
-                .bind(i32::try_from(id).unwrap_or_default())
-                .fetch_all(pool)
+                     WHERE pid = {id} AND state = 'active' \
+                     AND (query LIKE '%pg_advisory_xact_lock%' OR query LIKE '%locked_bucket%')"
+                )))
+                .execute(pool)
                 .await?;
                 Ok(())
             }

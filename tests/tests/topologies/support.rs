@@ -22,8 +22,6 @@ pub enum Server {
     PostgresStandby,
     /// pgbouncer, transaction pooling (`tests/clusters/pgbouncer.sh`).
     Pgbouncer,
-    /// The same pgbouncer and database, session pooling.
-    PgbouncerSession,
     /// The PostgreSQL server behind pgbouncer, reached directly.
     PostgresBehindPgbouncer,
 }
@@ -54,10 +52,6 @@ impl Server {
             Server::Pgbouncer => (
                 "HIERLOCK_PGBOUNCER_URL",
                 "postgres://postgres@127.0.0.1:6432/test",
-            ),
-            Server::PgbouncerSession => (
-                "HIERLOCK_PGBOUNCER_SESSION_URL",
-                "postgres://postgres@127.0.0.1:6432/test_session",
             ),
             Server::PostgresBehindPgbouncer => (
                 "HIERLOCK_POSTGRES_URL",
