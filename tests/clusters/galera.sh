@@ -6,10 +6,10 @@
 #   tests/clusters/galera.sh start            # idempotent; waits until all 3 nodes are synced
 #   tests/clusters/galera.sh stop             # kills the nodes (data is rebuilt by the next start)
 #   tests/clusters/galera.sh status           # wsrep state of each node; exit 1 unless all synced
-#   tests/clusters/galera.sh restart-node N   # bring back node N (1-3) after a kill, by SST
+#   tests/clusters/galera.sh restart-node N   # (kill and) join node N (1-3) again, by SST
 #
-# Node N (1..3): SQL on 127.0.0.1:332(N-1), gcomm 45(6+N)7, IST 45(6+N)8, SST
-# (rsync) 45(6+N)9; its config, socket, pid file and log under
+# Node N (1..3): SQL on 127.0.0.1:3320/3321/3322, gcomm 4567/4577/4587, IST
+# 4568/4578/4588, SST (rsync) 4569/4579/4589; its config, socket, pid file and log under
 # /var/tmp/hierlock-galera/nodeN/, its data in .../nodeN/data. Node 1 is
 # bootstrapped with --wsrep-new-cluster, nodes 2 and 3 join by SST.
 set -euo pipefail
@@ -86,13 +86,17 @@ socket = $d/mariadbd.sock
 EOF
 }
 
+running() { # PID: alive, not a zombie
+    local state
+    state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) && [ -n "$state" ] && [ "$state" != Z ]
+}
+
 pid_of() { # N: the running mariadbd's pid, or nothing
-    local f
+    local f pid
     f="$(dir "$1")/mariadbd.pid"
     [ -s "$f" ] || return 1
-    local pid
     pid=$(cat "$f")
-    [ -d "/proc/$pid" ] && grep -q mariadbd "/proc/$pid/comm" 2>/dev/null && echo "$pid"
+    running "$pid" && grep -q mariadbd "/proc/$pid/comm" 2>/dev/null && echo "$pid"
 }
 
 client() { # N SQL...
@@ -131,18 +135,18 @@ declare -A LAUNCHED=() # node -> pid of a mariadbd this run started
 launched_alive() { # every node this run started is still running
     local n
     for n in "${!LAUNCHED[@]}"; do
-        [ -d "/proc/${LAUNCHED[$n]}" ] || { echo "galera.sh: node $n exited" >&2; return 1; }
+        running "${LAUNCHED[$n]}" || { echo "galera.sh: node $n exited" >&2; return 1; }
     done
 }
 
-wait_until() { # deadline(epoch s) what command...
+wait_until() { # deadline(epoch s) what command...: 1 (after printing the logs) if it never holds
     local deadline=$1 what=$2
     shift 2
     until "$@"; do
         if ! launched_alive || [ "$(date +%s)" -ge "$deadline" ]; then
             echo "galera.sh: gave up waiting for $what" >&2
             show_logs
-            exit 1
+            return 1
         fi
         sleep 0.5
     done
@@ -160,7 +164,7 @@ kill_node() { # N: SIGKILL, then wait for the process to go
     local pid
     pid=$(pid_of "$1") || return 0
     kill -9 "$pid" 2>/dev/null || true
-    while [ -d "/proc/$pid" ]; do sleep 0.1; done
+    while running "$pid"; do sleep 0.1; done
     rm -f "$(dir "$1")/mariadbd.pid" "$(dir "$1")/mariadbd.sock"
 }
 
@@ -183,42 +187,68 @@ primary_node() { # a node that answers in a primary component, if any
     return 1
 }
 
+# The survivors have evicted every node that is gone: a node that joins
+# while its dead predecessor is still suspected can leave them non-primary.
+evicted() { # N...: the nodes that are gone
+    local n up=()
+    for n in "${NODES[@]}"; do
+        [[ " $* " == *" $n "* ]] || up+=("$n")
+    done
+    [ "$(status_var "${up[0]}" WSREP_CLUSTER_SIZE)" = "${#up[@]}" ]
+}
+
+# Bring back the nodes that do not answer, by SST from the survivors.
+repair() { # deadline
+    local deadline=$1 n gone=()
+    for n in "${NODES[@]}"; do
+        answers "$n" || gone+=("$n")
+    done
+    for n in "${gone[@]}"; do kill_node "$n"; done
+    wait_until "$deadline" "the survivors to evict node(s) ${gone[*]}" evicted "${gone[@]}" || return 1
+    for n in "${gone[@]}"; do
+        join "$n"
+        wait_until "$deadline" "node $n to join" \
+            eval "[ \"\$(status_var $n WSREP_LOCAL_STATE_COMMENT)\" = Synced ]" || return 1
+    done
+    wait_until "$deadline" "3 synced nodes" all_synced
+}
+
+# A new cluster: node 1 from mariadb-install-db, nodes 2 and 3 by SST.
+rebuild() { # deadline
+    local deadline=$1 n
+    for n in "${NODES[@]}"; do kill_node "$n"; done
+    LAUNCHED=()
+    rm -rf "$ROOT"
+    write_config 1
+    mariadb-install-db --defaults-file="$(dir 1)/my.cnf" --auth-root-authentication-method=normal \
+        --skip-test-db --wsrep-on=OFF >"$(dir 1)/install.log" 2>&1 ||
+        { cat "$(dir 1)/install.log" >&2; die "mariadb-install-db failed"; }
+    launch 1 --wsrep-new-cluster
+    wait_until "$deadline" "node 1 to bootstrap" \
+        eval '[ "$(status_var 1 WSREP_READY)" = ON ]' || return 1
+    # One joiner at a time: each SST blocks its donor.
+    for n in 2 3; do
+        join "$n"
+        wait_until "$deadline" "node $n to join" \
+            eval "[ \"\$(status_var $n WSREP_LOCAL_STATE_COMMENT)\" = Synced ]" || return 1
+    done
+    wait_until "$deadline" "3 synced nodes" all_synced
+}
+
 start() {
-    [ "$(id -u)" = 0 ] || die "needs root (mariadbd runs as root with its own data dirs)"
     if all_synced; then
         echo "galera.sh: already running (3 nodes synced)"
         return 0
     fi
+    [ "$(id -u)" = 0 ] || die "starting the cluster needs root"
     ensure_packages
-    local deadline=$(($(date +%s) + TIMEOUT)) n
-    if primary_node >/dev/null; then
-        # Some nodes survived (a test killed one): bring back the others.
-        for n in "${NODES[@]}"; do
-            if ! answers "$n"; then
-                kill_node "$n"
-                join "$n"
-            fi
-        done
-    else
-        # Nothing usable: build the cluster from scratch.
-        for n in "${NODES[@]}"; do kill_node "$n"; done
-        rm -rf "$ROOT"
-        write_config 1
-        mariadb-install-db --defaults-file="$(dir 1)/my.cnf" --auth-root-authentication-method=normal \
-            --skip-test-db --wsrep-on=OFF >"$(dir 1)/install.log" 2>&1 ||
-            { cat "$(dir 1)/install.log" >&2; die "mariadb-install-db failed"; }
-        launch 1 --wsrep-new-cluster
-        wait_until "$deadline" "node 1 to bootstrap" \
-            eval '[ "$(status_var 1 WSREP_READY)" = ON ]'
-        client 1 "CREATE DATABASE IF NOT EXISTS test" || die "cannot create database test"
-        # One joiner at a time: each SST blocks its donor.
-        for n in 2 3; do
-            join "$n"
-            wait_until "$deadline" "node $n to join" \
-                eval "[ \"\$(status_var $n WSREP_LOCAL_STATE_COMMENT)\" = Synced ]"
-        done
+    local now
+    now=$(date +%s)
+    # Some nodes survived (a test killed one): bring back the others; if
+    # that fails, or nothing survived, build the cluster from scratch.
+    if ! { primary_node >/dev/null && repair $((now + TIMEOUT / 2)); }; then
+        rebuild $((now + TIMEOUT)) || die "the cluster did not start within ${TIMEOUT} s"
     fi
-    wait_until "$deadline" "3 synced nodes" all_synced
     client 1 "CREATE DATABASE IF NOT EXISTS test" || die "cannot create database test"
     echo "galera.sh: 3 nodes synced on 127.0.0.1:$(sql_port 1),$(sql_port 2),$(sql_port 3)"
 }
@@ -243,16 +273,12 @@ status() {
     return $ok
 }
 
-restart_node() { # N
+restart_node() { # N: kill node N if it runs, and join it again
     local n=$1
     case $n in 1 | 2 | 3) ;; *) die "restart-node takes 1, 2 or 3" ;; esac
     [ "$(id -u)" = 0 ] || die "needs root"
-    local deadline=$(($(date +%s) + TIMEOUT))
-    primary_node >/dev/null || die "no node of a primary component is running; use start"
     kill_node "$n"
-    join "$n"
-    wait_until "$deadline" "3 synced nodes" all_synced
-    echo "galera.sh: node $n is back; 3 nodes synced"
+    start
 }
 
 case ${1:-} in
