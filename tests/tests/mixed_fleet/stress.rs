@@ -19,10 +19,10 @@ use sea_orm::{DbErr, TransactionTrait};
 use crate::go::{self, GoPackage, GoTarget, error_number};
 
 /// A tiny deterministic generator, so failures replay.
-pub struct Lcg(pub u64);
+struct Lcg(u64);
 
 impl Lcg {
-    pub fn below(&mut self, n: usize) -> usize {
+    fn below(&mut self, n: usize) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)
