@@ -12,7 +12,11 @@
 //!   PostgreSQL in recovery): a lock taken there excludes nothing on the
 //!   primary, and PostgreSQL refuses advisory locks on a hot standby.
 //!
-//! One query per [`Locker`](crate::Locker), at connect.
+//! - **Distributed SQL engines** behind MySQL's or PostgreSQL's protocol
+//!   (TiDB, Vitess, CockroachDB, YugabyteDB), told by their version string:
+//!   their locks do not exclude as hierlock needs.
+//!
+//! Two queries per [`Locker`](crate::Locker), at connect.
 
 use std::fmt;
 
@@ -72,8 +76,66 @@ pub(crate) async fn check(
     dialect: Dialect,
     config: &Config,
 ) -> Result<Topology> {
+    // First, before queries such an engine may not answer: a distributed
+    // SQL engine behind a MySQL or PostgreSQL protocol.
+    refuse_distributed_engine(db, dialect).await?;
     let facts = facts(db, dialect).await?;
     judge(dialect, facts, config.galera_single_writer())
+}
+
+/// Engines that speak MySQL's or PostgreSQL's protocol but whose locks do
+/// not exclude as hierlock needs (docs/topologies.md, "Distributed SQL"),
+/// told apart by their version string.
+async fn refuse_distributed_engine(db: &impl ConnectionTrait, dialect: Dialect) -> Result<()> {
+    if dialect == Dialect::Sqlite {
+        return Ok(());
+    }
+    let row = db
+        .query_one_raw(Statement::from_string(
+            dialect.backend(),
+            "SELECT version() AS v",
+        ))
+        .await
+        .map_err(|e| Error::database("asking the server for its version", e))?;
+    let version: String = row
+        .and_then(|row| row.try_get::<String>("", "v").ok())
+        .unwrap_or_default();
+    match distributed_engine(&version) {
+        Some(reason) => Err(Error::UnsafeTopology {
+            reason: format!(
+                "this server is {reason} (version {version:?}); see docs/topologies.md"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Why an engine with this version string is refused, if it is one.
+pub(crate) fn distributed_engine(version: &str) -> Option<&'static str> {
+    let lower = version.to_ascii_lowercase();
+    if lower.contains("tidb") {
+        Some(
+            "TiDB: its shared row locks are an error by default and no-ops under \
+             tidb_enable_noop_functions, so hierlock's ancestor locks would not exclude",
+        )
+    } else if lower.contains("vitess") {
+        Some(
+            "Vitess: row locks hold per shard, and the bucket table's placement, cancellation \
+             and lock views are not known to hierlock",
+        )
+    } else if lower.contains("cockroachdb") {
+        Some(
+            "CockroachDB: its advisory lock functions are not real locks, and FOR SHARE \
+             does not lock under SERIALIZABLE",
+        )
+    } else if version.contains("-YB-") {
+        Some(
+            "YugabyteDB: without wait queues conflicting locks abort instead of waiting, and \
+             advisory locks are missing from older versions",
+        )
+    } else {
+        None
+    }
 }
 
 async fn facts(db: &impl ConnectionTrait, dialect: Dialect) -> Result<Facts> {
@@ -228,6 +290,32 @@ mod tests {
             })
             .contains("hot standby")
         );
+    }
+
+    #[test]
+    fn distributed_engines_are_told_by_their_version() {
+        for (version, engine) in [
+            ("8.0.11-TiDB-v7.5.0", "TiDB"),
+            ("8.0.30-Vitess", "Vitess"),
+            (
+                "CockroachDB CCL v23.1.11 (x86_64-pc-linux-gnu)",
+                "CockroachDB",
+            ),
+            (
+                "PostgreSQL 11.2-YB-2.20.0.0-b0 on x86_64-pc-linux-gnu",
+                "YugabyteDB",
+            ),
+        ] {
+            let reason = distributed_engine(version).expect(version);
+            assert!(reason.starts_with(engine), "{version}: {reason}");
+        }
+        for version in [
+            "10.11.19-MariaDB-0+deb12u1",
+            "9.7.4-2",
+            "PostgreSQL 15.20 (Debian 15.20-0+deb12u1) on x86_64-pc-linux-gnu",
+        ] {
+            assert_eq!(distributed_engine(version), None, "{version}");
+        }
     }
 
     #[test]
