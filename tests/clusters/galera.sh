@@ -126,7 +126,7 @@ launch() { # N [extra mariadbd options]
     write_config "$n"
     rm -f "$(dir "$n")/mariadbd.pid"
     setsid /usr/sbin/mariadbd --defaults-file="$(dir "$n")/my.cnf" "$@" \
-        </dev/null >>"$(dir "$n")/node.log" 2>&1 &
+        </dev/null >>"$(dir "$n")/node.log" 2>&1 9>&- &
     LAUNCHED[$n]=$!
 }
 
@@ -218,7 +218,7 @@ rebuild() { # deadline
     local deadline=$1 n
     for n in "${NODES[@]}"; do kill_node "$n"; done
     LAUNCHED=()
-    rm -rf "$ROOT"
+    rm -rf "$ROOT"/node*/data # the logs stay, appended to
     write_config 1
     mariadb-install-db --defaults-file="$(dir 1)/my.cnf" --auth-root-authentication-method=normal \
         --skip-test-db --wsrep-on=OFF >"$(dir 1)/install.log" 2>&1 ||
@@ -247,6 +247,7 @@ start() {
     # Some nodes survived (a test killed one): bring back the others; if
     # that fails, or nothing survived, build the cluster from scratch.
     if ! { primary_node >/dev/null && repair $((now + TIMEOUT / 2)); }; then
+        echo "galera.sh: no node survived or the repair failed: building a new cluster" >&2
         rebuild $((now + TIMEOUT)) || die "the cluster did not start within ${TIMEOUT} s"
     fi
     client 1 "CREATE DATABASE IF NOT EXISTS test" || die "cannot create database test"
@@ -281,6 +282,17 @@ restart_node() { # N: kill node N if it runs, and join it again
     start
 }
 
+# One start, stop or restart at a time (a test reviving a node while a
+# second `tests/run` starts the cluster).
+serialize() {
+    mkdir -p "$(dirname "$ROOT")"
+    exec 9>"$ROOT.lock"
+    flock -w "$TIMEOUT" 9 || die "$ROOT.lock stayed locked for ${TIMEOUT} s"
+}
+
+case ${1:-} in
+start | stop | restart-node) serialize ;;
+esac
 case ${1:-} in
 start) start ;;
 stop) stop ;;

@@ -33,9 +33,35 @@ pub fn urls() -> Vec<String> {
 /// Tests run one at a time: the failover test takes a node away.
 static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Hold while a test uses the cluster.
-pub async fn exclusive() -> tokio::sync::MutexGuard<'static, ()> {
-    CLUSTER.lock().await
+/// A loopback port held while a test uses the cluster: the lock between
+/// processes (two `cargo test` runs at once), released by the OS even when a
+/// run is killed.
+const CROSS_PROCESS_LOCK: &str = "127.0.0.1:4599";
+
+/// The cluster, to one test at a time in this process and across processes.
+pub struct Exclusive {
+    _port: std::net::TcpListener,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+/// Hold while a test uses the cluster (waits at most 5 minutes for another
+/// process's run to finish).
+pub async fn exclusive() -> Exclusive {
+    let turn = CLUSTER.lock().await;
+    let port = tokio::time::timeout(Duration::from_secs(300), async {
+        loop {
+            match std::net::TcpListener::bind(CROSS_PROCESS_LOCK) {
+                Ok(port) => return port,
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{CROSS_PROCESS_LOCK} stayed taken for 5 minutes"));
+    Exclusive {
+        _port: port,
+        _turn: turn,
+    }
 }
 
 /// A pool on one node (1-based, as `galera.sh` numbers them).
@@ -148,24 +174,28 @@ impl Node {
     }
 }
 
-/// `galera.sh restart-node N`: join node `number` again by SST.
+/// `galera.sh restart-node N`: join node `number` again by SST. Its output
+/// goes to the test's output (shown when the test fails).
 ///
 /// # Errors
-/// The script's output if it failed.
+/// If the script failed.
 pub fn restart_node(number: usize) -> Result<(), String> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clusters/galera.sh");
+    let started = std::time::Instant::now();
     let out = std::process::Command::new("bash")
         .args([script, "restart-node", &number.to_string()])
         .output()
         .map_err(|e| format!("running {script}: {e}"))?;
+    eprintln!(
+        "{script} restart-node {number} ({:.1} s):\n{}{}",
+        started.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "{script} restart-node {number} failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
+        Err(format!("{script} restart-node {number} failed"))
     }
 }
 

@@ -46,9 +46,11 @@ async fn a_killed_writer_node_is_connection_lost_for_holder_and_waiter() {
         .into_inner()
         .expect("not poisoned")
         .expect("the node was killed");
-    // The waiter's connection closes under its lock statement (2013).
+    // The waiter's connection closes under its lock statement (sqlx: EOF;
+    // libmysqlclient would say 2013).
     assert_lost(&waited.expect_err("the waiter's node is gone"));
-    // The holder's next call finds its connection gone (2006).
+    // The holder's next call finds its connection gone (sqlx: connection
+    // reset; libmysqlclient would say 2006).
     let r2 = Target::resource("u1", "a1", "r2").write();
     let held = bounded(
         "the holder's next acquisition on a killed node",

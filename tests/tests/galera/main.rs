@@ -14,8 +14,9 @@
 //! `kill -9` and brings it back with `galera.sh restart-node`, so it needs the
 //! cluster that script started, on this machine.
 //!
-//! The tests run one at a time (`cluster::exclusive`): the failover test
-//! shrinks the cluster that the others count.
+//! The tests run one at a time, also across processes (`cluster::exclusive`
+//! holds 127.0.0.1:4599): the failover test shrinks the cluster that the
+//! others count, and two runs would share its tables.
 
 mod cluster;
 mod exclusion;
