@@ -231,9 +231,10 @@ impl Config {
     /// refuses a Galera node unless this is set.
     ///
     /// What to expect on failover: the writer node dies, its clients get a
-    /// lost connection (MySQL 2013 for a waiter, 2006 for a holder:
+    /// lost connection (an I/O error through sqlx; 2013 for a waiter, 2006 for
+    /// a holder in libmysqlclient's terms:
     /// [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost),
-    /// retryable); a COMMIT in flight has an unknown outcome (make the work
+    /// retryable, tested on a 3-node cluster); a COMMIT in flight has an unknown outcome (make the work
     /// idempotent, or check before retrying); writes on the survivors stall
     /// for about 5–6 s while the cluster re-forms. Galera's certification
     /// aborts of conflicting writes arrive as 1213 and are
