@@ -1,6 +1,12 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+#[cfg(not(any(feature = "mysql", feature = "postgres", feature = "sqlite")))]
+compile_error!(
+    "hierlock needs a database: enable one or more of its features `mysql` (MySQL and MariaDB), \
+     `postgres` or `sqlite`, e.g. `hierlock = { version = \"0.1\", default-features = false, features = [\"postgres\"] }`"
+);
+
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
