@@ -65,6 +65,11 @@ struct Inner {
 
 const SAVEPOINT: &str = "hierlock_acquire";
 
+/// The largest plan tried key by key before waiting on PostgreSQL: its
+/// probe nests one `CASE` per key. Larger plans read the connection id
+/// first and wait at once.
+const MAX_PROBED_KEYS: usize = 64;
+
 /// How long to wait for a lock statement interrupted at its deadline to end.
 const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -270,7 +275,7 @@ impl Locker {
                 self.take_bucket_rows_probing(run, plan).await
             }
             Strategy::BucketRows => self.take_bucket_rows(run, plan).await,
-            Strategy::Advisory { .. } => take_advisory(run, plan).await,
+            Strategy::Advisory { .. } => self.take_advisory_probing(run, plan).await,
             Strategy::SqliteWriteLock => {
                 let stmt = run
                     .dialect
@@ -287,7 +292,11 @@ impl Locker {
     /// that an uncontended acquisition is one round trip, and the connection
     /// id that cancellation needs is read only when the plan must wait.
     fn probes_first(&self, dialect: Dialect) -> bool {
-        dialect.is_mysql_family() && self.inner.strategy == Strategy::BucketRows
+        match self.inner.strategy {
+            Strategy::BucketRows => dialect.is_mysql_family(),
+            Strategy::Advisory { .. } => true,
+            Strategy::SqliteWriteLock => false,
+        }
     }
 
     /// Try the plan with `NOWAIT`; if a row is taken, wait for it (the rows
@@ -312,6 +321,34 @@ impl Locker {
             }
             other => other,
         }
+    }
+
+    /// Advisory locks: try the plan key by key without waiting (one
+    /// statement, stopping at the first key taken); if a key is taken, read
+    /// the connection id (for cancellation) and take the plan, waiting
+    /// (PostgreSQL's advisory locks are reentrant: the prefix the attempt
+    /// took is taken again, and released with the transaction).
+    async fn take_advisory_probing(
+        &self,
+        run: &mut Run<'_, impl ConnectionTrait>,
+        plan: &LockPlan,
+    ) -> Result<()> {
+        if run.wait != Wait::NoWait && plan.locks().len() <= MAX_PROBED_KEYS {
+            let stmt = run.dialect.advisory_probe_statement(plan.locks());
+            let rows = run.query(stmt, plan.locks().len() > 1).await?;
+            let granted = rows
+                .first()
+                .and_then(|row| row.try_get::<i32>("", "granted").ok())
+                == Some(1);
+            if granted {
+                return Ok(());
+            }
+            run.holds_prefix = plan.locks().len() > 1;
+        }
+        if run.wait != Wait::NoWait {
+            run.prepare_cancel(&self.inner.canceller).await?;
+        }
+        take_advisory(run, plan).await
     }
 
     /// One statement per [`max_rows_per_statement`](Dialect::max_rows_per_statement)

@@ -206,6 +206,36 @@ impl Dialect {
         Statement::from_sql_and_values(self.backend(), sql, values)
     }
 
+    /// `SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN CASE WHEN
+    /// pg_try_advisory_xact_lock($2) THEN 1 ELSE 0 END ELSE 0 END`: try the
+    /// keys left to right and stop at the first one taken (a `CASE` is
+    /// evaluated in order; `AND` is not guaranteed to be), so that a failed
+    /// attempt holds a prefix of the plan, never a key past a gap. Returns
+    /// one column, `granted`: 1 if every key was taken.
+    pub(crate) fn advisory_probe_statement(self, plan: &[PlannedLock]) -> Statement {
+        let mut sql = String::from("SELECT ");
+        for (i, lock) in plan.iter().enumerate() {
+            let shared = if lock.mode == LockMode::Shared {
+                "_shared"
+            } else {
+                ""
+            };
+            write!(
+                sql,
+                "CASE WHEN pg_try_advisory_xact_lock{shared}(${}) THEN ",
+                i + 1
+            )
+            .ok();
+        }
+        sql.push('1');
+        for _ in plan {
+            sql.push_str(" ELSE 0 END");
+        }
+        sql.push_str(" AS granted");
+        let values = plan.iter().map(|lock| Value::from(lock.key.slot));
+        Statement::from_sql_and_values(self.backend(), sql, values)
+    }
+
     /// SQLite: a write to the metadata table takes the database's write
     /// (RESERVED) lock even though it changes no row.
     pub(crate) fn sqlite_write_lock_statement(self, table: &TableName) -> Statement {
@@ -333,6 +363,18 @@ mod tests {
         assert!(
             mysql.ends_with("FOR UPDATE"),
             "no session setting, no clause: {mysql}"
+        );
+    }
+
+    #[test]
+    fn an_advisory_probe_stops_at_the_first_key_taken() {
+        let keyspace = Keyspace::Advisory { namespace: 7 };
+        let plan = LockPlan::new(&[Target::account("u", "a").write()], keyspace).unwrap();
+        let stmt = Dialect::Postgres.advisory_probe_statement(plan.locks());
+        assert_eq!(
+            stmt.sql,
+            "SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN \
+             CASE WHEN pg_try_advisory_xact_lock($2) THEN 1 ELSE 0 END ELSE 0 END AS granted"
         );
     }
 
