@@ -264,23 +264,23 @@ pub async fn status(db: &DatabaseConnection, config: &Config) -> hierlock::Resul
         to_u64(lock_table_slots),
     );
     let mut advice = Vec::new();
-    if let (Some(table), Some(cache)) = (table_bytes, cache_bytes) {
-        if table > cache {
-            advice.push(format!(
-                "the bucket table ({}) is larger than the cache ({}): a lock on an uncached \
-                 bucket costs a random page read; raise the cache or provision a smaller bucket space",
-                mebibytes(table),
-                mebibytes(cache)
-            ));
-        }
+    if let (Some(table), Some(cache)) = (table_bytes, cache_bytes)
+        && table > cache
+    {
+        advice.push(format!(
+            "the bucket table ({}) is larger than the cache ({}): a lock on an uncached \
+             bucket costs a random page read; raise the cache or provision a smaller bucket space",
+            mebibytes(table),
+            mebibytes(cache)
+        ));
     }
-    if let Some(slots) = lock_table_slots {
-        if slots < 10_000 {
-            advice.push(format!(
-                "{slots} advisory locks at most, shared by every session: an acquisition takes one \
-                 per planned lock; raise max_locks_per_transaction for large acquisitions"
-            ));
-        }
+    if let Some(slots) = lock_table_slots
+        && slots < 10_000
+    {
+        advice.push(format!(
+            "{slots} advisory locks at most, shared by every session: an acquisition takes one \
+             per planned lock; raise max_locks_per_transaction for large acquisitions"
+        ));
     }
     if store == LockStore::SqliteWriteLock {
         advice.push(
