@@ -222,15 +222,22 @@ impl Locker {
                 conn.get_database_backend()
             )));
         }
-        let mut held = Held {
-            requests,
-            plan,
-            statements: 0,
-        };
-        if held.plan.is_empty() {
-            return Ok(held);
+        if plan.is_empty() {
+            return Ok(Held {
+                requests,
+                plan,
+                statements: 0,
+            });
         }
-        let span = tracing::debug_span!("hierlock.acquire", locks = held.plan.locks().len(), ?wait);
+        let span = tracing::debug_span!(
+            "hierlock.acquire",
+            locks = plan.locks().len(),
+            ?wait,
+            statements = tracing::field::Empty,
+            elapsed_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        let started = Instant::now();
         let mut run = Run {
             conn,
             dialect: self.inner.dialect,
@@ -239,7 +246,7 @@ impl Locker {
                 Wait::Timeout(d) => Some(Instant::now() + d),
                 _ => None,
             },
-            what: describe_requests(&held.requests),
+            requests: &requests,
             statements: 0,
             cancel: None,
             holds_prefix: false,
@@ -255,17 +262,27 @@ impl Locker {
                 run.exec(run.savepoint_statement("SAVEPOINT"), "opening a savepoint")
                     .await?;
             }
-            let outcome = self.take(&mut run, &held.plan).await;
+            let outcome = self.take(&mut run, &plan).await;
             if isolate {
                 run.close_savepoint(outcome).await
             } else {
                 outcome
             }
         }
-        .instrument(span)
+        .instrument(span.clone())
         .await;
-        held.statements = run.statements;
-        outcome.map(|()| held)
+        let statements = run.statements;
+        span.record("statements", statements);
+        span.record("elapsed_ms", started.elapsed().as_secs_f64() * 1000.0);
+        match &outcome {
+            Ok(()) => span.record("outcome", "locked"),
+            Err(err) => span.record("outcome", tracing::field::debug(err.kind())),
+        };
+        outcome.map(|()| Held {
+            requests,
+            plan,
+            statements,
+        })
     }
 
     async fn take(&self, run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
@@ -433,7 +450,7 @@ async fn take_advisory(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan)
         let rows = run.query(stmt, i > 0 || locks.len() > 1).await?;
         if try_only && !all_granted(&rows, locks.len()) {
             return Err(Error::WouldBlock {
-                what: run.what.clone(),
+                what: run.what(),
                 txn_state: TxnState::PartiallyLocked,
                 source: None,
             });
@@ -455,7 +472,8 @@ struct Run<'c, C> {
     wait: Wait,
     /// When a [`Wait::Timeout`] acquisition gives up, whatever it is doing.
     deadline: Option<Instant>,
-    what: String,
+    /// What was asked for: described only when an error needs it.
+    requests: &'c [Request],
     statements: usize,
     /// The canceller and the server-side id of `conn`, for statements that
     /// may wait.
@@ -500,6 +518,11 @@ impl<C: ConnectionTrait> Run<'_, C> {
         outcome.map_err(|e| self.conflict(e, partial))
     }
 
+    /// `write Resource(u1/a1/r1), read User(u2)`, for messages.
+    fn what(&self) -> String {
+        describe_requests(self.requests)
+    }
+
     /// Read what the interrupted statement left on the connection (its
     /// error: MySQL 1317, PostgreSQL 57014), so that the transaction's next
     /// statement gets its own answer. Bounded: if the cancellation did not
@@ -524,7 +547,7 @@ impl<C: ConnectionTrait> Run<'_, C> {
         let Some(stmt) = canceller.connection_id_statement() else {
             return Ok(());
         };
-        let doing = || format!("acquiring {}", self.what);
+        let doing = || format!("acquiring {}", self.what());
         let row = self
             .conn
             .query_one_raw(stmt)
@@ -565,7 +588,7 @@ impl<C: ConnectionTrait> Run<'_, C> {
             _ => TxnState::Unchanged,
         };
         Error::LockTimeout {
-            what: self.what.clone(),
+            what: self.what(),
             waited: match self.wait {
                 Wait::Timeout(d) => Some(d),
                 _ => None,
@@ -585,7 +608,7 @@ impl<C: ConnectionTrait> Run<'_, C> {
     }
 
     fn conflict(&self, err: DbErr, partial: bool) -> Error {
-        let what = self.what.clone();
+        let what = self.what();
         let family = self.dialect.is_mysql_family();
         let busy_state = match self.dialect {
             // Outside a savepoint, any error aborts a PostgreSQL transaction.
