@@ -17,6 +17,7 @@ use crate::error::{Error, ErrorKind, Result, TxnState};
 use crate::plan::{Keyspace, LockPlan, PlannedLock};
 use crate::schema;
 use crate::target::{Access, Request, Target};
+use crate::telemetry;
 use crate::topology::{self, Topology};
 
 /// How locks are represented on the connected server.
@@ -272,8 +273,15 @@ impl Locker {
         .instrument(span.clone())
         .await;
         let statements = run.statements;
+        let took = started.elapsed();
         span.record("statements", statements);
-        span.record("elapsed_ms", started.elapsed().as_secs_f64() * 1000.0);
+        span.record("elapsed_ms", took.as_secs_f64() * 1000.0);
+        let level = requests
+            .iter()
+            .map(|r| r.target.level())
+            .max()
+            .unwrap_or(crate::level::Level::User);
+        telemetry::record(level, &outcome, took);
         match &outcome {
             Ok(()) => span.record("outcome", "locked"),
             Err(err) => span.record("outcome", tracing::field::debug(err.kind())),

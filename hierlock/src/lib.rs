@@ -27,6 +27,7 @@ mod protect;
 mod retry;
 pub mod schema;
 mod target;
+mod telemetry;
 mod topology;
 
 pub use acquire::{LockSet, Locker};
