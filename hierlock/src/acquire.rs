@@ -244,7 +244,7 @@ impl Locker {
             dialect: self.inner.dialect,
             wait,
             deadline: match wait {
-                Wait::Timeout(d) => Some(Instant::now() + d),
+                Wait::Timeout(d) => Some(started + d),
                 _ => None,
             },
             requests: &requests,
@@ -256,7 +256,7 @@ impl Locker {
         // attempts that are expected to fail inside a savepoint.
         let isolate = self.inner.dialect == Dialect::Postgres && wait != Wait::Block;
         let outcome = async {
-            if !self.probes_first(run.dialect) {
+            if !self.probes_first() {
                 run.prepare_cancel(&self.inner.canceller).await?;
             }
             if isolate {
@@ -296,7 +296,7 @@ impl Locker {
     async fn take(&self, run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
         let restore = run.set_sqlite_busy_timeout().await?;
         let outcome = match self.inner.strategy {
-            Strategy::BucketRows if self.probes_first(run.dialect) => {
+            Strategy::BucketRows if self.probes_first() => {
                 self.take_bucket_rows_probing(run, plan).await
             }
             Strategy::BucketRows => self.take_bucket_rows(run, plan).await,
@@ -311,14 +311,16 @@ impl Locker {
         run.restore_wait(restore, outcome).await
     }
 
-    /// Whether acquisitions that may wait first try without waiting: on the
-    /// MySQL family, where one statement takes a whole plan (up to
-    /// [`max_rows_per_statement`](Dialect::max_rows_per_statement) rows), so
-    /// that an uncontended acquisition is one round trip, and the connection
-    /// id that cancellation needs is read only when the plan must wait.
-    fn probes_first(&self, dialect: Dialect) -> bool {
+    /// Whether acquisitions that may wait first try without waiting, so that
+    /// an uncontended acquisition is one round trip and the connection id
+    /// that cancellation needs is read only when the plan must wait: on the
+    /// MySQL family (one statement takes a whole plan of up to
+    /// [`max_rows_per_statement`](Dialect::max_rows_per_statement) rows) and
+    /// with PostgreSQL's advisory locks (try-locks never abort the
+    /// transaction; a failed `NOWAIT` on the bucket table would).
+    fn probes_first(&self) -> bool {
         match self.inner.strategy {
-            Strategy::BucketRows => dialect.is_mysql_family(),
+            Strategy::BucketRows => self.inner.dialect.is_mysql_family(),
             Strategy::Advisory { .. } => true,
             Strategy::SqliteWriteLock => false,
         }
@@ -370,9 +372,7 @@ impl Locker {
             }
             run.holds_prefix = plan.locks().len() > 1;
         }
-        if run.wait != Wait::NoWait {
-            run.prepare_cancel(&self.inner.canceller).await?;
-        }
+        run.prepare_cancel(&self.inner.canceller).await?;
         take_advisory(run, plan).await
     }
 

@@ -56,14 +56,8 @@ pub(crate) fn classify_code(code: ServerCode<'_>) -> Option<Conflict> {
 
 /// Classify a SeaORM error by the code its server attached.
 pub(crate) fn classify(err: &DbErr) -> Option<Conflict> {
-    let (DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e))) = err
-    else {
-        return None;
-    };
-    let sea_orm::sqlx::Error::Database(db) = &**e else {
-        return None;
-    };
-    if let Some(code) = server_code(&**db) {
+    let db = database_error(err)?;
+    if let Some(code) = server_code(db) {
         return classify_code(code);
     }
     #[cfg(feature = "sqlite")]
@@ -165,27 +159,30 @@ pub(crate) enum Family {
 /// The family of the server that reported `err` for a statement (`None`
 /// for client-side failures).
 pub(crate) fn server_family(err: &DbErr) -> Option<Family> {
+    // `server_code` knows the MySQL family and PostgreSQL: any other
+    // server error is SQLite's.
+    Some(match server_code(database_error(err)?) {
+        Some(ServerCode::MySql(_)) => Family::MySql,
+        Some(ServerCode::Postgres(_)) => Family::Postgres,
+        Some(ServerCode::Sqlite(_)) | None => Family::Sqlite,
+    })
+}
+
+/// The error a server reported for a statement, if `err` is one.
+fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseError> {
     let (DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e))) = err
     else {
         return None;
     };
-    let sea_orm::sqlx::Error::Database(db) = &**e else {
-        return None;
-    };
-    match server_code(&**db) {
-        Some(ServerCode::MySql(_)) => Some(Family::MySql),
-        Some(ServerCode::Postgres(_)) => Some(Family::Postgres),
-        Some(ServerCode::Sqlite(_)) | None => Some(Family::Sqlite),
+    match &**e {
+        sea_orm::sqlx::Error::Database(db) => Some(&**db),
+        _ => None,
     }
 }
 
 /// Whether `err` says a table does not exist.
 pub(crate) fn is_missing_table(err: &DbErr) -> bool {
-    let (DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e))) = err
-    else {
-        return false;
-    };
-    let sea_orm::sqlx::Error::Database(db) = &**e else {
+    let Some(db) = database_error(err) else {
         return false;
     };
     // MySQL/MariaDB ER_NO_SUCH_TABLE is SQLSTATE 42S02; PostgreSQL undefined_table is 42P01.

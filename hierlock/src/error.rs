@@ -268,10 +268,7 @@ impl Error {
     /// aborts the transaction; the MySQL family and SQLite fail only the
     /// statement). For crates built on hierlock (its migration crate).
     pub fn database(doing: impl Into<String>, source: DbErr) -> Self {
-        let state = match server_family(&source) {
-            Some(Family::Postgres) => TxnState::Aborted,
-            _ => TxnState::Unchanged,
-        };
+        let state = failed_statement_state(&source);
         Error::database_in(doing, source, state)
     }
 
@@ -280,17 +277,13 @@ impl Error {
     /// hierlock's own, with the state the server leaves.
     pub(crate) fn from_statement(doing: &str, source: DbErr) -> Self {
         let what = "a row lock of one of the transaction's statements".to_owned();
-        let family = server_family(&source);
-        // PostgreSQL aborts the transaction on any failed statement; InnoDB
-        // rolls a deadlock victim back and only the statement otherwise.
-        let conflict_state = match family {
-            Some(Family::Postgres) => TxnState::Aborted,
-            _ => TxnState::Unchanged,
-        };
+        // InnoDB rolls a deadlock victim back, and only the statement
+        // otherwise.
+        let conflict_state = failed_statement_state(&source);
         match classify(&source) {
             Some(Conflict::Deadlock) => Error::Deadlock {
                 what,
-                txn_state: match family {
+                txn_state: match server_family(&source) {
                     Some(Family::MySql) => TxnState::RolledBack,
                     _ => TxnState::Aborted,
                 },
@@ -325,6 +318,15 @@ impl Error {
             txn_state: state,
             source,
         }
+    }
+}
+
+/// What a failed statement leaves: PostgreSQL aborts the transaction; the
+/// MySQL family and SQLite fail only the statement.
+fn failed_statement_state(source: &DbErr) -> TxnState {
+    match server_family(source) {
+        Some(Family::Postgres) => TxnState::Aborted,
+        _ => TxnState::Unchanged,
     }
 }
 
