@@ -119,38 +119,25 @@ impl Canceller {
         match self {
             Canceller::None => Ok(()),
             #[cfg(feature = "mysql")]
-            Canceller::MySql {
-                pool,
-                mariadb: true,
-            } => {
-                let running: Option<i64> = sqlx::query_scalar(
-                    "SELECT CAST(QUERY_ID AS SIGNED) FROM information_schema.PROCESSLIST \
-                     WHERE ID = ? AND INFO LIKE '%locked_bucket%'",
-                )
+            Canceller::MySql { pool, mariadb } => {
+                // MariaDB kills a query by its own id, so a statement that has
+                // already ended is not hit; MySQL kills what the connection
+                // runs, if it still runs a hierlock lock statement.
+                let column = if *mariadb { "QUERY_ID" } else { "ID" };
+                let running: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "SELECT CAST({column} AS SIGNED) FROM information_schema.PROCESSLIST \
+                     WHERE ID = ? AND INFO LIKE '%locked_bucket%'"
+                )))
                 .bind(id)
                 .fetch_optional(pool)
                 .await?;
-                if let Some(query) = running {
-                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("KILL QUERY ID {query}")))
-                        .execute(pool)
-                        .await?;
-                }
-                Ok(())
-            }
-            #[cfg(feature = "mysql")]
-            Canceller::MySql {
-                pool,
-                mariadb: false,
-            } => {
-                let running: Option<i64> = sqlx::query_scalar(
-                    "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST \
-                     WHERE ID = ? AND INFO LIKE '%locked_bucket%'",
-                )
-                .bind(id)
-                .fetch_optional(pool)
-                .await?;
-                if running.is_some() {
-                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("KILL QUERY {id}")))
+                if let Some(running) = running {
+                    let kill = if *mariadb {
+                        format!("KILL QUERY ID {running}")
+                    } else {
+                        format!("KILL QUERY {id}")
+                    };
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(kill))
                         .execute(pool)
                         .await?;
                 }

@@ -8,6 +8,8 @@ use std::fmt;
 use hierlock::sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
 use hierlock::{Config, Dialect, Locker, PostgresLocks, Topology};
 
+use crate::sql::quote;
+
 /// How a server keeps hierlock's locks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockStore {
@@ -313,13 +315,4 @@ where
         .await
         .map_err(|e| hierlock::Error::database("asking the server for its status", e))?;
     Ok(row.and_then(|row| row.try_get::<Option<T>>("", "v").ok().flatten()))
-}
-
-/// A validated table name (ASCII letters, digits, `_`), quoted.
-fn quote(dialect: Dialect, name: &str) -> String {
-    if dialect.is_mysql_family() {
-        format!("`{name}`")
-    } else {
-        format!("\"{name}\"")
-    }
 }
