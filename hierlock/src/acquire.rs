@@ -12,7 +12,7 @@ use tracing::Instrument;
 use crate::cancel::{CancelOnDrop, Canceller};
 use crate::classify::{Conflict, classify, is_missing_table};
 use crate::config::{Config, PostgresLocks, Wait};
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, server_version};
 use crate::error::{Error, ErrorKind, Result, TxnState};
 use crate::plan::{Keyspace, LockPlan, PlannedLock};
 use crate::schema;
@@ -98,7 +98,8 @@ impl Locker {
             .begin()
             .await
             .map_err(|e| Error::database("beginning the locker's checks", e))?;
-        let dialect = Dialect::detect(&txn).await?;
+        let version = server_version(&txn).await?;
+        let dialect = Dialect::of(txn.get_database_backend(), version.as_deref())?;
         let strategy = match (dialect, config.postgres_locks()) {
             (Dialect::Postgres, PostgresLocks::Advisory { namespace }) => {
                 Strategy::Advisory { namespace }
@@ -106,7 +107,7 @@ impl Locker {
             (Dialect::Sqlite, _) => Strategy::SqliteWriteLock,
             _ => Strategy::BucketRows,
         };
-        let topology = topology::check(&txn, dialect, &config).await?;
+        let topology = topology::check(&txn, dialect, version.as_deref(), &config).await?;
         match strategy {
             Strategy::BucketRows => schema::verify(&txn, dialect, &config).await?,
             Strategy::SqliteWriteLock => schema::ensure_sqlite(&txn, &config).await?,

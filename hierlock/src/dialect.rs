@@ -33,27 +33,23 @@ impl Dialect {
     /// # Errors
     /// [`Error::Database`] if the query fails.
     pub async fn detect(db: &impl ConnectionTrait) -> Result<Dialect> {
-        match db.get_database_backend() {
+        let version = match db.get_database_backend() {
+            DbBackend::MySql => server_version(db).await?,
+            _ => None,
+        };
+        Dialect::of(db.get_database_backend(), version.as_deref())
+    }
+
+    /// The dialect of a `backend` server whose `SELECT version()` said
+    /// `version` (which tells MariaDB from MySQL).
+    pub(crate) fn of(backend: DbBackend, version: Option<&str>) -> Result<Dialect> {
+        match backend {
             DbBackend::Postgres => Ok(Dialect::Postgres),
             DbBackend::Sqlite => Ok(Dialect::Sqlite),
-            DbBackend::MySql => {
-                let stmt = Statement::from_string(DbBackend::MySql, "SELECT VERSION() AS v");
-                let row = db
-                    .query_one_raw(stmt)
-                    .await
-                    .map_err(|e| Error::database("asking the server for its version", e))?;
-                let version: String = match row {
-                    Some(row) => row
-                        .try_get("", "v")
-                        .map_err(|e| Error::database("reading the server version", e))?,
-                    None => String::new(),
-                };
-                Ok(if version.contains("MariaDB") {
-                    Dialect::MariaDb
-                } else {
-                    Dialect::MySql
-                })
+            DbBackend::MySql if version.is_some_and(|v| v.contains("MariaDB")) => {
+                Ok(Dialect::MariaDb)
             }
+            DbBackend::MySql => Ok(Dialect::MySql),
             other => Err(Error::InvalidConfig(format!(
                 "unsupported database backend {other:?}"
             ))),
@@ -251,6 +247,22 @@ impl Dialect {
         };
         Statement::from_string(self.backend(), sql)
     }
+}
+
+/// What the server says it is (`SELECT version()`; `None` on SQLite, which
+/// is not asked).
+pub(crate) async fn server_version(db: &impl ConnectionTrait) -> Result<Option<String>> {
+    let backend = db.get_database_backend();
+    if backend == DbBackend::Sqlite {
+        return Ok(None);
+    }
+    let row = db
+        .query_one_raw(Statement::from_string(backend, "SELECT version() AS v"))
+        .await
+        .map_err(|e| Error::database("asking the server for its version", e))?;
+    row.map(|row| row.try_get::<String>("", "v"))
+        .transpose()
+        .map_err(|e| Error::database("reading the server version", e))
 }
 
 /// MySQL-family lock timeouts are whole seconds: round up, never down to zero.

@@ -74,40 +74,23 @@ pub(crate) struct Facts {
 pub(crate) async fn check(
     db: &impl ConnectionTrait,
     dialect: Dialect,
+    version: Option<&str>,
     config: &Config,
 ) -> Result<Topology> {
     // First, before queries such an engine may not answer: a distributed
-    // SQL engine behind a MySQL or PostgreSQL protocol.
-    refuse_distributed_engine(db, dialect).await?;
-    let facts = facts(db, dialect).await?;
-    judge(dialect, facts, config.galera_single_writer())
-}
-
-/// Engines that speak MySQL's or PostgreSQL's protocol but whose locks do
-/// not exclude as hierlock needs (docs/topologies.md, "Distributed SQL"),
-/// told apart by their version string.
-async fn refuse_distributed_engine(db: &impl ConnectionTrait, dialect: Dialect) -> Result<()> {
-    if dialect == Dialect::Sqlite {
-        return Ok(());
-    }
-    let row = db
-        .query_one_raw(Statement::from_string(
-            dialect.backend(),
-            "SELECT version() AS v",
-        ))
-        .await
-        .map_err(|e| Error::database("asking the server for its version", e))?;
-    let version: String = row
-        .and_then(|row| row.try_get::<String>("", "v").ok())
-        .unwrap_or_default();
-    match distributed_engine(&version) {
-        Some(reason) => Err(Error::UnsafeTopology {
+    // SQL engine behind a MySQL or PostgreSQL protocol (docs/topologies.md,
+    // "Distributed SQL"), told apart by its version string.
+    if let Some(version) = version
+        && let Some(reason) = distributed_engine(version)
+    {
+        return Err(Error::UnsafeTopology {
             reason: format!(
                 "this server is {reason} (version {version:?}); see docs/topologies.md"
             ),
-        }),
-        None => Ok(()),
+        });
     }
+    let facts = facts(db, dialect).await?;
+    judge(dialect, facts, config.galera_single_writer())
 }
 
 /// Why an engine with this version string is refused, if it is one.
