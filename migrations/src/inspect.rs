@@ -8,10 +8,13 @@ use std::fmt;
 use hierlock::sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
 use hierlock::{Config, Dialect, Locker, PostgresLocks, Topology};
 
+use serde::{Serialize, Serializer};
+
 use crate::sql::quote;
 
 /// How a server keeps hierlock's locks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LockStore {
     /// Row locks on the bucket table.
     BucketTable,
@@ -32,11 +35,13 @@ impl fmt::Display for LockStore {
 }
 
 /// The outcome of [`verify`]: everything a locker needs is there.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Verification {
     /// The server.
+    #[serde(serialize_with = "debug_json")]
     pub dialect: Dialect,
     /// The deployment, as `Locker::connect` judged it.
+    #[serde(serialize_with = "display_json")]
     pub topology: Topology,
     /// How locks are kept.
     pub store: LockStore,
@@ -144,13 +149,15 @@ async fn count_rows(
 }
 
 /// What [`status`] reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Status {
     /// The server.
+    #[serde(serialize_with = "debug_json")]
     pub dialect: Dialect,
     /// What the server says it is (`SELECT VERSION()`).
     pub version: String,
     /// The deployment, as `Locker::connect` judged it.
+    #[serde(serialize_with = "display_json")]
     pub topology: Topology,
     /// How locks are kept.
     pub store: LockStore,
@@ -315,4 +322,14 @@ where
         .await
         .map_err(|e| hierlock::Error::database("asking the server for its status", e))?;
     Ok(row.and_then(|row| row.try_get::<Option<T>>("", "v").ok().flatten()))
+}
+
+/// hierlock's types do not implement `Serialize`: the JSON reports carry
+/// their `Debug` name (`MariaDb`) or their `Display` text.
+pub(crate) fn debug_json<T: fmt::Debug, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("{value:?}"))
+}
+
+fn display_json<T: fmt::Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(value)
 }

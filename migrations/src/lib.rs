@@ -1,6 +1,7 @@
 //! Provisioning of [`hierlock`]'s bucket table: a resumable fill
 //! ([`Provision`]), the same as a sea-orm-migration migration ([`Migrator`],
-//! [`CreateHierLockBuckets`]), and a command-line tool (`hierlock`: `provision`, `verify`, `status`).
+//! [`CreateHierLockBuckets`]), and a command-line tool (`hierlock`: `provision`, `verify`, `status`, `inspect`),
+//! and [`live_locks`], the locks held and awaited right now.
 //!
 //! # What is created
 //!
@@ -113,11 +114,15 @@
 #![warn(missing_docs)]
 
 mod inspect;
+mod locks;
 mod migration;
 mod provision;
 mod sql;
 
 pub use inspect::{LockStore, Status, Verification, status, verify};
+pub use locks::{
+    HOTTEST_KEYS, HotKey, LiveLock, LiveLocks, LockState, live_locks, target_from_path,
+};
 pub use migration::{CreateHierLockBuckets, Migrator};
 pub use provision::{DEFAULT_CHUNK_ROWS, Progress, Provision, Report};
 
