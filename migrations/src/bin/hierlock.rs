@@ -4,7 +4,10 @@
 //! hierlock provision --database-url mysql://root@127.0.0.1:3306/app   # create and fill the bucket table (resumable)
 //! hierlock verify    --database-url mysql://root@127.0.0.1:3306/app   # complete? fit for locks? (exit 1 if not)
 //! hierlock status    --database-url mysql://root@127.0.0.1:3306/app   # server, topology, sizes, advice
+//! hierlock inspect   --database-url mysql://root@127.0.0.1:3306/app u1/a1/r1   # who holds, who waits
 //! ```
+//!
+//! `verify`, `status` and `inspect` print JSON with `--json`.
 //!
 //! `DATABASE_URL` may replace `--database-url`.
 
@@ -44,13 +47,57 @@ enum Command {
     Verify {
         #[command(flatten)]
         target: Target,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Report the server, its topology, how locks are kept, and the table's
     /// size against the server's cache, with sizing advice.
     Status {
         #[command(flatten)]
         target: Target,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
+    /// Show the hierlock locks held and awaited right now, from the server's
+    /// lock views: session, mode, level and bucket (or advisory key), how
+    /// long waiters have waited, the hottest keys, and which of the named
+    /// nodes (and their ancestors) hash to each key. MariaDB lists only locks
+    /// involved in a wait; PostgreSQL's bucket table only rows someone waits for.
+    Inspect {
+        #[command(flatten)]
+        source: LockSource,
+        /// Nodes to map the locks to, as IDs joined with `/`: a user `u1`,
+        /// an account `u1/a1`, a resource `u1/a1/r1`.
+        #[arg(value_name = "NODE", value_parser = parse_node)]
+        nodes: Vec<hierlock::Target>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where `inspect` looks: the bucket space and key scheme are read from the
+/// table's metadata row.
+#[derive(Debug, Args)]
+struct LockSource {
+    /// The database, e.g. mysql://user:pass@host:3306/db.
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// Bucket table.
+    #[arg(long, default_value = hierlock::DEFAULT_TABLE)]
+    table: String,
+    /// How locks are kept on PostgreSQL.
+    #[arg(long, value_enum, default_value_t = PgLocks::Advisory)]
+    postgres_locks: PgLocks,
+    /// The services' advisory-lock namespace on PostgreSQL (top 16 bits of every key).
+    #[arg(long, default_value_t = hierlock::DEFAULT_ADVISORY_NAMESPACE)]
+    advisory_namespace: u16,
+}
+
+fn parse_node(path: &str) -> Result<hierlock::Target, String> {
+    hierlock_migration::target_from_path(path).map_err(|e| e.to_string())
 }
 
 /// Which database, and the configuration the services use.
@@ -108,8 +155,13 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match &cli.command {
         Command::Provision { target, chunk_rows } => provision(target, *chunk_rows).await,
-        Command::Verify { target } => verify(target).await,
-        Command::Status { target } => status(target).await,
+        Command::Verify { target, json } => verify(target, *json).await,
+        Command::Status { target, json } => status(target, *json).await,
+        Command::Inspect {
+            source,
+            nodes,
+            json,
+        } => inspect(source, nodes, *json).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -120,23 +172,59 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn verify(target: &Target) -> Result<(), String> {
+async fn verify(target: &Target, json: bool) -> Result<(), String> {
     let config = target.config()?;
     let db = target.connect().await?;
     let verification = hierlock_migration::verify(&db, &config)
         .await
         .map_err(|e| error_chain(&e))?;
-    println!("{verification}");
-    Ok(())
+    report(&verification, json, |v| println!("{v}"))
 }
 
-async fn status(target: &Target) -> Result<(), String> {
+async fn status(target: &Target, json: bool) -> Result<(), String> {
     let config = target.config()?;
     let db = target.connect().await?;
     let status = hierlock_migration::status(&db, &config)
         .await
         .map_err(|e| error_chain(&e))?;
-    print!("{status}");
+    report(&status, json, |s| print!("{s}"))
+}
+
+async fn inspect(
+    source: &LockSource,
+    nodes: &[hierlock::Target],
+    json: bool,
+) -> Result<(), String> {
+    let mut config = Config::default()
+        .with_table(&source.table)
+        .map_err(|e| error_chain(&e))?
+        .with_postgres_locks(PostgresLocks::Advisory {
+            namespace: source.advisory_namespace,
+        });
+    if let PgLocks::BucketTable = source.postgres_locks {
+        config = config.with_postgres_locks(PostgresLocks::BucketTable);
+    }
+    let db = hierlock::sea_orm::Database::connect(&source.database_url)
+        .await
+        .map_err(|e| format!("cannot connect to the database: {}", error_chain(&e)))?;
+    let locks = hierlock_migration::live_locks(&db, &config, nodes)
+        .await
+        .map_err(|e| error_chain(&e))?;
+    report(&locks, json, |l| print!("{l}"))
+}
+
+/// `value` as pretty JSON on stdout, or as `human` prints it.
+fn report<T: serde::Serialize>(
+    value: &T,
+    json: bool,
+    human: impl FnOnce(&T),
+) -> Result<(), String> {
+    if json {
+        let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        human(value);
+    }
     Ok(())
 }
 
