@@ -1,10 +1,13 @@
 //! The resumable fill of the bucket table.
 
+use std::time::Duration;
+
 use hierlock::schema::{self, Metadata};
 use hierlock::{Config, Dialect, Error, KeyScheme, Level, PostgresLocks, Result, TxnState};
 use sea_orm::{ConnectionTrait, DbErr, Statement};
 
-use crate::sql;
+use crate::LockStore;
+use crate::sql::{self, Generator};
 
 /// Rows per `INSERT` statement unless [`Provision::chunk_rows`] says otherwise.
 pub const DEFAULT_CHUNK_ROWS: u32 = 50_000;
@@ -31,6 +34,10 @@ pub struct Provision {
 /// What a provisioning run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// How the server keeps locks, so what was provisioned: bucket rows
+    /// ([`LockStore::BucketTable`]), nothing (PostgreSQL's advisory locks),
+    /// or only the metadata row (SQLite).
+    pub store: LockStore,
     /// Bucket rows this run inserted.
     pub inserted: u64,
     /// Bucket rows the table holds when complete: 3 × the bucket space (0 on
@@ -52,6 +59,27 @@ pub struct Progress {
     pub rows_done: u64,
     /// Bucket rows of all levels when complete: 3 × the bucket space.
     pub rows_total: u64,
+    /// Bucket rows that were already there when this run started: not part
+    /// of this run's rate.
+    pub resumed_from: u64,
+}
+
+impl Progress {
+    /// Rows this run inserted per second, `elapsed` after it started (rows
+    /// found already there do not count). `None` before the first insert.
+    pub fn rows_per_second(&self, elapsed: Duration) -> Option<f64> {
+        let inserted = self.rows_done.saturating_sub(self.resumed_from);
+        let seconds = elapsed.as_secs_f64();
+        (inserted > 0 && seconds > 0.0).then(|| inserted as f64 / seconds)
+    }
+
+    /// The time left at this run's rate so far (see
+    /// [`Progress::rows_per_second`]). `None` until there is a rate.
+    pub fn eta(&self, elapsed: Duration) -> Option<Duration> {
+        let rate = self.rows_per_second(elapsed)?;
+        let left = self.rows_total.saturating_sub(self.rows_done);
+        Some(Duration::from_secs_f64(left as f64 / rate))
+    }
 }
 
 impl Provision {
@@ -118,6 +146,7 @@ impl Provision {
             schema::ensure_sqlite(db, config).await?;
             tracing::info!(table = %table, "hierlock on SQLite needs no bucket rows; metadata ready");
             return Ok(Report {
+                store: LockStore::SqliteWriteLock,
                 inserted: 0,
                 total_rows: 0,
                 resumed_from: 0,
@@ -132,6 +161,7 @@ impl Provision {
                  (configure PostgresLocks::BucketTable to use one)"
             );
             return Ok(Report {
+                store: LockStore::Advisory,
                 inserted: 0,
                 total_rows: 0,
                 resumed_from: 0,
@@ -152,6 +182,7 @@ impl Provision {
             .await?;
         }
         let complete = self.claim_metadata(db, dialect).await?.complete;
+        let generator = generator(db, dialect).await?;
 
         let space = config.bucket_space();
         let rows_total = 3 * u64::from(space);
@@ -172,12 +203,13 @@ impl Provision {
             level: Level::User,
             rows_done,
             rows_total,
+            resumed_from,
         });
         for (level, start) in Level::ALL.into_iter().zip(starts) {
             let mut from = start;
             while from < space {
                 let to = from.saturating_add(self.chunk_rows).min(space);
-                let stmt = sql::fill_chunk(dialect, table, level, from, to);
+                let stmt = sql::fill_chunk(generator, table, level, from, to);
                 let done = execute(db, stmt, || {
                     format!("inserting buckets {from}..{to} of level {level} into `{table}`")
                 })
@@ -187,6 +219,7 @@ impl Provision {
                     level,
                     rows_done,
                     rows_total,
+                    resumed_from,
                 });
                 from = to;
             }
@@ -199,6 +232,7 @@ impl Provision {
         let inserted = rows_done - resumed_from;
         tracing::info!(table = %table, inserted, resumed_from, "hierlock's bucket table is complete");
         Ok(Report {
+            store: LockStore::BucketTable,
             inserted,
             total_rows: rows_total,
             resumed_from,
@@ -285,6 +319,25 @@ impl Provision {
         );
         Ok((present, 0))
     }
+}
+
+/// The fastest generator of ordered numbers the server has.
+async fn generator(db: &impl ConnectionTrait, dialect: Dialect) -> Result<Generator> {
+    Ok(match dialect {
+        Dialect::Postgres => Generator::GenerateSeries,
+        Dialect::MariaDb => {
+            let stmt = Statement::from_string(dialect.backend(), sql::sequence_engine_available());
+            let found = query_int(db, stmt, "n")
+                .await
+                .map_err(|e| database("looking for MariaDB's sequence engine".into(), e))?;
+            if found.unwrap_or(0) > 0 {
+                Generator::SequenceEngine
+            } else {
+                Generator::DigitCrossJoin
+            }
+        }
+        _ => Generator::DigitCrossJoin,
+    })
 }
 
 /// The one integer column `column` of the one row `stmt` returns (`None` for NULL).

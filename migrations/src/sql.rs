@@ -92,37 +92,71 @@ fn survey(
     Statement::from_string(dialect.backend(), sql)
 }
 
+/// How the server generates a chunk's bucket numbers, in ascending order, so
+/// that rows reach the primary key in its order: appended at the right edge
+/// of the B-tree, pages filled, never split in the middle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Generator {
+    /// PostgreSQL's `generate_series`.
+    GenerateSeries,
+    /// MariaDB's sequence engine (`seq_0_to_99`), a virtual table per range.
+    SequenceEngine,
+    /// A cross join of digit tables, sorted: MySQL (its recursive CTEs stop
+    /// at 1000 rows unless `cte_max_recursion_depth` is raised), and MariaDB
+    /// built without the sequence engine.
+    DigitCrossJoin,
+}
+
+/// Whether MariaDB's sequence engine is there (`n` = 1) or not (0).
+pub(crate) fn sequence_engine_available() -> &'static str {
+    "SELECT CAST(COUNT(*) AS SIGNED) AS n FROM information_schema.ENGINES \
+     WHERE ENGINE = 'SEQUENCE' AND SUPPORT IN ('YES', 'DEFAULT')"
+}
+
 /// Insert `level`'s buckets `start..end` that are missing, in one statement,
-/// generating the rows on the server.
+/// generating the rows on the server in ascending order.
 ///
-/// PostgreSQL counts with `generate_series`. MySQL and MariaDB have no row
-/// generator that works everywhere (MySQL stops recursive CTEs at 1000 rows
-/// by default), so the numbers come from a cross join of digit tables: the
-/// lower digits run 0–9 and the top one only as far as the range needs, so
-/// at most twice the rows asked for are generated (exactly as many for a
-/// range of 50,000).
+/// The digit cross join yields at most twice the rows asked for (exactly as
+/// many for a power of ten); `ORDER BY` puts them in order, as a join
+/// returns its rows in whatever order its algorithm gives (MySQL's hash
+/// join: 0, 10000, 20000, …).
 pub(crate) fn fill_chunk(
-    dialect: Dialect,
+    generator: Generator,
     table: &TableName,
     level: Level,
     start: u32,
     end: u32,
 ) -> Statement {
-    let table = quote(dialect, table.as_str());
+    let last = end.saturating_sub(1).max(start);
     let level = level.as_u8();
-    let sql = if dialect.is_mysql_family() {
-        let count = u64::from(end.saturating_sub(start)).max(1);
-        format!(
-            "INSERT IGNORE INTO {table} (level, bucket) SELECT {level}, {start} + n FROM ({}) AS seq \
-             WHERE n < {count}",
-            numbers_below(count)
-        )
-    } else {
-        let last = end.saturating_sub(1).max(start);
-        format!(
-            "INSERT INTO {table} (level, bucket) SELECT {level}, n FROM generate_series({start}, {last}) AS n \
-             ON CONFLICT (level, bucket) DO NOTHING"
-        )
+    let (dialect, sql) = match generator {
+        Generator::GenerateSeries => (
+            Dialect::Postgres,
+            format!(
+                "INSERT INTO {table} (level, bucket) SELECT {level}, n \
+                 FROM generate_series({start}, {last}) AS n ON CONFLICT (level, bucket) DO NOTHING",
+                table = quote(Dialect::Postgres, table.as_str()),
+            ),
+        ),
+        Generator::SequenceEngine => (
+            Dialect::MariaDb,
+            format!(
+                "INSERT IGNORE INTO {table} (level, bucket) SELECT {level}, seq FROM seq_{start}_to_{last}",
+                table = quote(Dialect::MariaDb, table.as_str()),
+            ),
+        ),
+        Generator::DigitCrossJoin => {
+            let count = u64::from(last - start) + 1;
+            (
+                Dialect::MySql,
+                format!(
+                    "INSERT IGNORE INTO {table} (level, bucket) SELECT {level}, {start} + n \
+                     FROM ({}) AS seq WHERE n < {count} ORDER BY n",
+                    numbers_below(count),
+                    table = quote(Dialect::MySql, table.as_str()),
+                ),
+            )
+        }
     };
     Statement::from_string(dialect.backend(), sql)
 }
@@ -186,7 +220,7 @@ mod tests {
     #[test]
     fn postgres_counts_with_generate_series() {
         let stmt = fill_chunk(
-            Dialect::Postgres,
+            Generator::GenerateSeries,
             &TableName::default(),
             Level::Resource,
             100,
@@ -200,13 +234,34 @@ mod tests {
     }
 
     #[test]
-    fn mysql_counts_with_a_cross_join_of_digits() {
-        let stmt = fill_chunk(Dialect::MariaDb, &TableName::default(), Level::User, 7, 10);
+    fn mariadb_counts_with_the_sequence_engine() {
+        let stmt = fill_chunk(
+            Generator::SequenceEngine,
+            &TableName::default(),
+            Level::Account,
+            100,
+            150,
+        );
+        assert_eq!(
+            stmt.sql,
+            "INSERT IGNORE INTO `hier_lock_buckets` (level, bucket) SELECT 1, seq FROM seq_100_to_149"
+        );
+    }
+
+    #[test]
+    fn mysql_counts_with_a_sorted_cross_join_of_digits() {
+        let stmt = fill_chunk(
+            Generator::DigitCrossJoin,
+            &TableName::default(),
+            Level::User,
+            7,
+            10,
+        );
         assert_eq!(
             stmt.sql,
             "INSERT IGNORE INTO `hier_lock_buckets` (level, bucket) SELECT 0, 7 + n \
              FROM (SELECT d0.d * 1 AS n FROM (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2) AS d0) \
-             AS seq WHERE n < 3"
+             AS seq WHERE n < 3 ORDER BY n"
         );
     }
 

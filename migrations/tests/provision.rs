@@ -7,7 +7,7 @@
 //! tests can run in parallel with each other and with other test binaries.
 
 use hierlock::{Config, Dialect, ErrorKind, Level, Locker, PostgresLocks};
-use hierlock_migration::{CreateHierLockBuckets, Progress, Provision, Report};
+use hierlock_migration::{CreateHierLockBuckets, LockStore, Progress, Provision, Report};
 use sea_orm::sea_query::{Alias, DynIden, IntoIden};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, DbBackend, Statement};
 use sea_orm_migration::{MigrationTrait, MigratorTrait};
@@ -138,8 +138,10 @@ async fn complete(db: &DatabaseConnection, config: &Config) -> Option<bool> {
         .map(|meta| meta.complete)
 }
 
+/// A report of rows filled into the bucket table.
 fn report(inserted: u64, total_rows: u64, resumed_from: u64) -> Report {
     Report {
+        store: LockStore::BucketTable,
         inserted,
         total_rows,
         resumed_from,
@@ -416,7 +418,13 @@ async fn sqlite_gets_only_the_metadata_row() {
         .run(&db)
         .await
         .expect("provision");
-    assert_eq!(done, report(0, 0, 0));
+    assert_eq!(
+        done,
+        Report {
+            store: LockStore::SqliteWriteLock,
+            ..report(0, 0, 0)
+        }
+    );
     assert_eq!(complete(&db, &config).await, Some(true));
     let locker = Locker::connect(&db, config).await.expect("SQLite locker");
     assert!(!locker.is_exact());
@@ -434,7 +442,13 @@ async fn postgres_advisory_locks_need_no_bucket_table() {
         .run(&db)
         .await
         .expect("provision");
-    assert_eq!(done, report(0, 0, 0));
+    assert_eq!(
+        done,
+        Report {
+            store: LockStore::Advisory,
+            ..report(0, 0, 0)
+        }
+    );
     let [tables] = query_ints::<1>(
         &db,
         format!("SELECT COUNT(*)::int8 FROM pg_tables WHERE tablename LIKE '{table}%'"),

@@ -11,14 +11,15 @@
 //!
 //! `DATABASE_URL` may replace `--database-url`.
 
+use std::cell::{Cell, OnceCell};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hierlock::{Config, PostgresLocks, SEED_BUCKET_SPACE};
-use hierlock_migration::{DEFAULT_CHUNK_ROWS, Provision, error_chain};
-use indicatif::{HumanCount, ProgressBar, ProgressStyle};
+use hierlock::{Config, ErrorKind, PostgresLocks, SEED_BUCKET_SPACE};
+use hierlock_migration::{DEFAULT_CHUNK_ROWS, LockStore, Provision, error_chain};
+use indicatif::{HumanCount, HumanDuration, ProgressBar, ProgressStyle};
 
 /// hierlock's operator commands.
 #[derive(Debug, Parser)]
@@ -238,79 +239,94 @@ async fn provision(target: &Target, chunk_rows: u32) -> Result<(), String> {
         .run_with_progress(&db, |p| progress.update(p))
         .await;
     progress.finish();
-    let report = result.map_err(|e| error_chain(&e))?;
+    let report = result.map_err(|e| match e.kind() {
+        ErrorKind::ConfigMismatch => format!(
+            "{}\nhint: to use the table as it is, pass the bucket space it records \
+             (--bucket-space); to change it, provision another table (--table) or drop `{table}` \
+             and `{table}_meta` and provision again, then move every service over at once",
+            error_chain(&e),
+            table = target.table,
+        ),
+        _ => error_chain(&e),
+    })?;
     let elapsed = started.elapsed();
-    if report.total_rows == 0 {
-        println!(
-            "no bucket rows needed on this server; metadata table `{}_meta` ready",
+    match report.store {
+        LockStore::Advisory => println!(
+            "PostgreSQL with advisory locks (the default): no bucket table needed, nothing created \
+             (pass --postgres-locks bucket-table to lock rows of `{}` instead)",
             target.table
-        );
-        return Ok(());
+        ),
+        LockStore::SqliteWriteLock => println!(
+            "SQLite: one database-wide write lock, no bucket rows needed; metadata table `{}_meta` ready",
+            target.table
+        ),
+        LockStore::BucketTable => {
+            let rate = report.inserted as f64 / elapsed.as_secs_f64().max(1e-9);
+            println!(
+                "`{}` is complete: {} rows ({} buckets per level, 3 levels)",
+                target.table,
+                HumanCount(report.total_rows),
+                HumanCount(u64::from(target.bucket_space)),
+            );
+            println!(
+                "inserted {} rows in {:.1?} ({} rows/s); {} were already there",
+                HumanCount(report.inserted),
+                elapsed,
+                HumanCount(rate.round() as u64),
+                HumanCount(report.resumed_from),
+            );
+        }
     }
-    let rate = report.inserted as f64 / elapsed.as_secs_f64().max(1e-9);
-    println!(
-        "`{}` is complete: {} rows ({} buckets per level, 3 levels)",
-        target.table,
-        HumanCount(report.total_rows),
-        HumanCount(u64::from(target.bucket_space)),
-    );
-    println!(
-        "inserted {} rows in {:.1?} ({} rows/s); {} were already there",
-        HumanCount(report.inserted),
-        elapsed,
-        HumanCount(rate.round() as u64),
-        HumanCount(report.resumed_from),
-    );
     Ok(())
 }
 
-/// A progress bar on a terminal; a plain line per 5% otherwise (logs, CI).
+/// A progress bar on a terminal; a plain line per 5% otherwise (logs, CI,
+/// a pipe). Rate and time left count only the rows this run inserts, timed
+/// from its first report (after it has counted the rows already there).
 struct Progress {
     bar: Option<ProgressBar>,
-    last_step: std::cell::Cell<u64>,
+    started: OnceCell<Instant>,
+    last_step: Cell<u64>,
 }
 
 impl Progress {
     fn new() -> Result<Progress, String> {
-        if !std::io::stderr().is_terminal() {
-            return Ok(Progress {
-                bar: None,
-                last_step: std::cell::Cell::new(u64::MAX),
-            });
-        }
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {msg:<9} [{bar:40}] {human_pos}/{human_len} rows ({per_sec:0}, {eta} left)",
-            )
-            .map_err(|e| e.to_string())?
-            .progress_chars("=> "),
-        );
-        bar.enable_steady_tick(Duration::from_millis(200));
+        let bar = if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{bar:40}] {human_pos}/{human_len} rows, {msg}",
+                )
+                .map_err(|e| e.to_string())?
+                .progress_chars("=> "),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            Some(bar)
+        } else {
+            None
+        };
         Ok(Progress {
-            bar: Some(bar),
-            last_step: std::cell::Cell::new(u64::MAX),
+            bar,
+            started: OnceCell::new(),
+            last_step: Cell::new(u64::MAX),
         })
     }
 
     fn update(&self, progress: &hierlock_migration::Progress) {
+        let started = *self.started.get_or_init(Instant::now);
+        let pace = pace(progress, started.elapsed());
         match &self.bar {
             Some(bar) => {
-                if bar.length() != Some(progress.rows_total) {
-                    bar.set_length(progress.rows_total);
-                    // Rows found already there are not part of this run's rate.
-                    bar.set_position(progress.rows_done);
-                    bar.reset_eta();
-                }
-                bar.set_message(progress.level.name());
+                bar.set_length(progress.rows_total);
                 bar.set_position(progress.rows_done);
+                bar.set_message(format!("level {}, {pace}", progress.level.name()));
             }
             None => {
                 let step = progress.rows_done * 20 / progress.rows_total.max(1);
                 if step != self.last_step.get() {
                     self.last_step.set(step);
                     eprintln!(
-                        "provisioning: {} of {} rows ({}%), level {}",
+                        "provisioning: {} of {} rows ({}%), level {}, {pace}",
                         HumanCount(progress.rows_done),
                         HumanCount(progress.rows_total),
                         step * 5,
@@ -325,5 +341,18 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// "312,000 rows/s, 1m 20s left", or what is known of it yet.
+fn pace(progress: &hierlock_migration::Progress, elapsed: Duration) -> String {
+    match (progress.rows_per_second(elapsed), progress.eta(elapsed)) {
+        (Some(rate), Some(eta)) => format!(
+            "{} rows/s, {} left",
+            HumanCount(rate.round() as u64),
+            HumanDuration(eta)
+        ),
+        _ if progress.rows_done >= progress.rows_total => "done".to_owned(),
+        _ => "measuring the rate".to_owned(),
     }
 }
