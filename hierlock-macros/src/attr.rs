@@ -133,7 +133,8 @@ impl Parse for HierlockedArgs {
 }
 
 /// The valid keys of `#[protected]`.
-pub(crate) const PROTECTED_KEYS: &[&str] = &["level", "user", "account", "resource", "crate"];
+pub(crate) const PROTECTED_KEYS: &[&str] =
+    &["level", "user", "account", "resource", "version", "crate"];
 
 /// `#[protected(..)]`.
 #[derive(Default)]
@@ -142,6 +143,8 @@ pub(crate) struct ProtectedArgs {
     pub(crate) user: Slot<Ident>,
     pub(crate) account: Slot<Ident>,
     pub(crate) resource: Slot<Ident>,
+    /// The integer field every write checks and increments.
+    pub(crate) version: Slot<Ident>,
     pub(crate) krate: Slot<Path>,
     /// Mistakes that did not stop parsing.
     pub(crate) ctxt: Ctxt,
@@ -161,6 +164,8 @@ impl Parse for ProtectedArgs {
                 args.account.set(&key, value(input)?, ctxt);
             } else if key == "resource" {
                 args.resource.set(&key, value(input)?, ctxt);
+            } else if key == "version" {
+                args.version.set(&key, value(input)?, ctxt);
             } else if key == "crate" {
                 args.krate.set(&key, crate_path(input)?, ctxt);
             } else {

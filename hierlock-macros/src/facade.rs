@@ -28,7 +28,13 @@ use quote::{format_ident, quote};
 use syn::{Attribute, Fields, Ident, Item, ItemMod, Path, Type, UseTree};
 
 /// The two modules replacing `module`.
-pub(crate) fn expand(krate: &Path, level: &str, fields: &[Ident], module: ItemMod) -> TokenStream {
+pub(crate) fn expand(
+    krate: &Path,
+    level: &str,
+    fields: &[Ident],
+    version: Option<&Ident>,
+    module: ItemMod,
+) -> TokenStream {
     let ItemMod {
         attrs,
         vis,
@@ -50,7 +56,7 @@ pub(crate) fn expand(krate: &Path, level: &str, fields: &[Ident], module: ItemMo
     let sealed_items: Vec<&Item> = items.iter().filter(|i| !imports_sea_orm(i)).collect();
     let lint_attrs: Vec<&Attribute> = attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
     let hijack = hijack(krate);
-    let protect = protect_impl(krate, level, fields);
+    let protect = protect_impl(krate, level, fields, version);
     let table_guards = table_guards(krate, &name);
     let facade_entity = facade_entity(krate, &name);
     let facade_active_model = facade_active_model(krate, &name, &sealed, &columns);
@@ -181,9 +187,14 @@ fn is_ignored(attrs: &[Attribute]) -> bool {
     ignored
 }
 
-/// `impl Protect for Entity` on the sealed entity: its level and the IDs of
-/// a row.
-fn protect_impl(krate: &Path, level: &str, fields: &[Ident]) -> TokenStream {
+/// `impl Protect for Entity` on the sealed entity: its level, the IDs of a
+/// row, and its version (with `impl Versioned`) if it has one.
+fn protect_impl(
+    krate: &Path,
+    level: &str,
+    fields: &[Ident],
+    version: Option<&Ident>,
+) -> TokenStream {
     let sea_orm = quote!(#krate::__private::sea_orm);
     let level_ty = Ident::new(level, Span::call_site());
     let names: Vec<String> = fields.iter().map(ToString::to_string).collect();
@@ -196,6 +207,7 @@ fn protect_impl(krate: &Path, level: &str, fields: &[Ident]) -> TokenStream {
         let text = quote::quote_spanned!(f.span()=> #krate::__private::id_text(value));
         quote!(#krate::__private::active_value(&model.#f).map(|value| #text))
     });
+    let (versioning, versioned) = version_impl(krate, version);
     quote! {
         impl #krate::Protect for Entity {
             type Level = #krate::proof::#level_ty;
@@ -212,8 +224,50 @@ fn protect_impl(krate: &Path, level: &str, fields: &[Ident]) -> TokenStream {
             ) -> ::std::vec::Vec<::core::option::Option<::std::string::String>> {
                 ::std::vec![#(#active_ids),*]
             }
+
+            #versioning
         }
+
+        #versioned
     }
+}
+
+/// The version items of `impl Protect`, and `impl Versioned`.
+fn version_impl(krate: &Path, version: Option<&Ident>) -> (TokenStream, TokenStream) {
+    let Some(field) = version else {
+        return (TokenStream::new(), TokenStream::new());
+    };
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let name = field.to_string();
+    // Each call at the field's span, so that a field that is not an integer
+    // is reported there.
+    let number = |value: TokenStream| quote::quote_spanned!(field.span()=> #krate::__private::version_number(#value));
+    let row = number(quote!(&model.#field));
+    let active = number(quote!(value));
+    let initial = quote::quote_spanned!(field.span()=> #krate::__private::initial_version());
+    let items = quote! {
+        const VERSION_FIELD: ::core::option::Option<&'static str> =
+            ::core::option::Option::Some(#name);
+
+        fn row_version(
+            model: &<Self as #sea_orm::EntityTrait>::Model,
+        ) -> ::core::option::Option<i64> {
+            ::core::option::Option::Some(#row)
+        }
+
+        fn active_version(
+            model: &<Self as #sea_orm::EntityTrait>::ActiveModel,
+        ) -> ::core::option::Option<i64> {
+            #krate::__private::active_value(&model.#field).map(|value| #active)
+        }
+
+        fn init_version(model: &mut <Self as #sea_orm::EntityTrait>::ActiveModel) {
+            if model.#field.is_not_set() {
+                model.#field = #sea_orm::ActiveValue::Set(#initial);
+            }
+        }
+    };
+    (items, quote!(impl #krate::Versioned for Entity {}))
 }
 
 /// Inherent functions on the sealed entity (`resource::Table`) that shadow

@@ -67,6 +67,8 @@ struct Entity {
     level: &'static str,
     /// The ID fields of `Model`, from the user down.
     fields: Vec<Ident>,
+    /// The version field, for optimistic locking.
+    version: Option<Ident>,
 }
 
 const LEVELS: &[&str] = &["user", "account", "resource"];
@@ -78,6 +80,7 @@ impl Entity {
             user,
             account,
             resource,
+            version,
             krate,
             mut ctxt,
         } = args;
@@ -121,7 +124,7 @@ impl Entity {
             );
             return Err(ctxt.check().err().unwrap_or_else(unreported));
         };
-        check_items(items, &keys, &mut ctxt);
+        check_items(items, &[&user, &account, &resource, &version], &mut ctxt);
         ctxt.check()?;
         let depth = depth.ok_or_else(unreported)?;
         let fields = keys[..=depth]
@@ -132,11 +135,18 @@ impl Entity {
             krate,
             level: ["UserLevel", "AccountLevel", "ResourceLevel"][depth],
             fields,
+            version: version.get().cloned(),
         })
     }
 
     fn expand(self, module: ItemMod) -> TokenStream {
-        crate::facade::expand(&self.krate, self.level, &self.fields, module)
+        crate::facade::expand(
+            &self.krate,
+            self.level,
+            &self.fields,
+            self.version.as_ref(),
+            module,
+        )
     }
 }
 
@@ -167,8 +177,9 @@ fn check_keys(keys: &[&Slot<Ident>; 3], depth: usize, ctxt: &mut Ctxt) {
     }
 }
 
-/// The module holds a `Model` with the ID fields, and no behavior of its own.
-fn check_items(items: &[Item], keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
+/// The module holds a `Model` with the named fields (IDs and version), and
+/// no behavior of its own.
+fn check_items(items: &[Item], keys: &[&Slot<Ident>], ctxt: &mut Ctxt) {
     let model = items.iter().find_map(|item| match item {
         Item::Struct(s) if s.ident == "Model" => Some(s),
         _ => None,
@@ -219,7 +230,7 @@ fn check_items(items: &[Item], keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
     }
 }
 
-fn check_fields(model: &ItemStruct, keys: &[&Slot<Ident>; 3], ctxt: &mut Ctxt) {
+fn check_fields(model: &ItemStruct, keys: &[&Slot<Ident>], ctxt: &mut Ctxt) {
     let Fields::Named(named) = &model.fields else {
         ctxt.error_spanned(
             &model.ident,

@@ -111,6 +111,25 @@ pub enum Error {
         held: String,
     },
 
+    /// A versioned write (an entity declared with `#[protected(.., version
+    /// = <field>)]`) found the stored row at another version than the one
+    /// the write was based on: another transaction changed it since it was
+    /// read. Nothing was written. Reload the row, redo the change on the
+    /// current values (or show them to the user) and write again.
+    #[error(
+        "{action} of {row} expected version {expected}, but the stored row is at version {current}: it changed since it was read"
+    )]
+    Conflict {
+        /// What was attempted (`update`, `delete`).
+        action: &'static str,
+        /// The row, in the seed's notation.
+        row: String,
+        /// The version the write was based on (the one in the active model).
+        expected: i64,
+        /// The version of the stored row.
+        current: i64,
+    },
+
     /// The call cannot be carried out as asked: a transaction of another
     /// database than the locker's, a proof of another transaction, a lock
     /// out of the global order (`within`), or more than
@@ -178,6 +197,8 @@ pub enum ErrorKind {
     Deadlock,
     /// See [`Error::NotCovered`].
     NotCovered,
+    /// See [`Error::Conflict`].
+    Conflict,
     /// See [`Error::Misuse`].
     Misuse,
     /// See [`Error::UnsafeTopology`].
@@ -226,6 +247,7 @@ impl Error {
             Error::LockTimeout { .. } => ErrorKind::LockTimeout,
             Error::Deadlock { .. } => ErrorKind::Deadlock,
             Error::NotCovered { .. } => ErrorKind::NotCovered,
+            Error::Conflict { .. } => ErrorKind::Conflict,
             Error::Misuse(_) => ErrorKind::Misuse,
             Error::UnsafeTopology { .. } => ErrorKind::UnsafeTopology,
             Error::ConnectionLost { .. } => ErrorKind::ConnectionLost,
@@ -235,7 +257,9 @@ impl Error {
 
     /// Whether rolling back and running the whole transaction again, on a
     /// new transaction, may succeed: true for lock conflicts (no-wait,
-    /// timeout, deadlock) and a lost connection.
+    /// timeout, deadlock), a lost connection, and a version
+    /// [`Conflict`](Error::Conflict) (when the retry reloads the row: a
+    /// retry that writes the same stale version fails the same way).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.kind(),
@@ -243,13 +267,15 @@ impl Error {
                 | ErrorKind::LockTimeout
                 | ErrorKind::Deadlock
                 | ErrorKind::ConnectionLost
+                | ErrorKind::Conflict
         )
     }
 
     /// What the failure left in the caller's transaction.
     ///
     /// Errors raised before any SQL ran (empty IDs, configuration, coverage)
-    /// are [`TxnState::Unchanged`].
+    /// are [`TxnState::Unchanged`], and so is a version
+    /// [`Conflict`](Error::Conflict): its statement wrote nothing.
     pub fn txn_state(&self) -> TxnState {
         match self {
             Error::NotProvisioned { txn_state, .. }

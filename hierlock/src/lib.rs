@@ -51,8 +51,9 @@ pub use __private::AsTransaction;
 pub use hierlock_macros::{hierlocked, protected};
 pub use proof::{HasLocker, Locked};
 pub use protect::{
-    Protect, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert, ProtectedInsertMany,
-    ProtectedUpdate, ProtectedUpdateMany, ProtectedUpsert, WriteFuture, WriteProof,
+    INITIAL_VERSION, Protect, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert,
+    ProtectedInsertMany, ProtectedUpdate, ProtectedUpdateMany, ProtectedUpsert, VersionNumber,
+    Versioned, WriteFuture, WriteProof,
 };
 
 /// Re-exported so that users and generated code name one SeaORM.

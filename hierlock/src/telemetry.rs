@@ -39,6 +39,7 @@ fn kind_label(kind: ErrorKind) -> &'static str {
         ErrorKind::LockTimeout => "lock_timeout",
         ErrorKind::Deadlock => "deadlock",
         ErrorKind::NotCovered => "not_covered",
+        ErrorKind::Conflict => "conflict",
         ErrorKind::Misuse => "misuse",
         ErrorKind::UnsafeTopology => "unsafe_topology",
         ErrorKind::ConnectionLost => "connection_lost",

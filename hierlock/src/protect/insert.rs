@@ -18,8 +18,11 @@ where
     E::Model: Send,
     E::ActiveModel: Send,
 {
-    /// Insert `model` once a proof is given.
-    pub fn new(model: E::ActiveModel) -> Self {
+    /// Insert `model` once a proof is given. On a versioned entity, a
+    /// version field left unset is set to
+    /// [`INITIAL_VERSION`](crate::INITIAL_VERSION).
+    pub fn new(mut model: E::ActiveModel) -> Self {
+        E::init_version(&mut model);
         ProtectedInsert { model }
     }
 
@@ -120,11 +123,17 @@ where
     E::Model: Send,
     E::ActiveModel: Send,
 {
-    /// Insert `models` once a proof is given.
+    /// Insert `models` once a proof is given (versions as for
+    /// [`ProtectedInsert::new`]).
     pub fn new<I: IntoIterator<Item = E::ActiveModel>>(models: I) -> Self {
-        ProtectedInsertMany {
-            models: models.into_iter().collect(),
-        }
+        let models = models
+            .into_iter()
+            .map(|mut model| {
+                E::init_version(&mut model);
+                model
+            })
+            .collect();
+        ProtectedInsertMany { models }
     }
 
     /// Insert the rows on the proof's transaction, in one statement; returns

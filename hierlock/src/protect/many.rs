@@ -14,6 +14,7 @@ use sea_orm::{
     ModelTrait, PrimaryKeyToColumn, QueryFilter, QuerySelect, Value,
 };
 
+use super::version::{increment, version_column, written_by_hierlock};
 use super::{
     Proof, Protect, WriteFuture, WriteProof, check_moved, check_stored, id_columns, table,
 };
@@ -97,12 +98,15 @@ where
     /// The rows the filter matches are read `FOR UPDATE` and each is checked
     /// against the proof (where it is, and where [`set`](Self::set) moves
     /// it); the update then runs on the user's filter and the checked
-    /// primary keys, 500 keys per statement. Nothing to set, or no row
-    /// matched: nothing is written, `Ok(0)`.
+    /// primary keys, 500 keys per statement. On a versioned entity every row
+    /// updated also gets `version = version + 1`, in the same statement (no
+    /// version is checked: the proof's locks exclude other writers). Nothing
+    /// to set, or no row matched: nothing is written, `Ok(0)`.
     ///
     /// # Errors
     /// - [`Error::Misuse`]: a [`col_expr`](Self::col_expr) writes an ID
-    ///   field; nothing was sent to the server.
+    ///   field, or the update writes the version field of a versioned
+    ///   entity; nothing was sent to the server.
     /// - [`Error::NotCovered`]: a row the filter matches is not covered by
     ///   the proof, or would move to a node it does not cover; nothing was
     ///   written.
@@ -121,6 +125,17 @@ where
                     table::<E>(),
                     column.as_str()
                 )));
+            }
+            let version = version_column::<E>();
+            if let Some(version) = version {
+                let in_exprs = self
+                    .exprs
+                    .iter()
+                    .any(|(c, _)| c.as_str() == version.as_str());
+                let in_model = self.model.as_ref().is_some_and(|m| m.get(version).is_set());
+                if in_exprs || in_model {
+                    return Err(written_by_hierlock::<E>(version, "update_many"));
+                }
             }
             let sets_any = self
                 .model
@@ -146,6 +161,9 @@ where
                 }
                 for (column, expr) in &self.exprs {
                     update = update.col_expr(*column, expr.clone());
+                }
+                if let Some(version) = version {
+                    update = update.col_expr(version, increment::<E>(version));
                 }
                 updated += update
                     .exec(lock.txn())

@@ -20,13 +20,14 @@ mod insert;
 mod many;
 mod update;
 mod upsert;
+mod version;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::str::FromStr;
 
 use sea_orm::{
-    ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, EntityTrait, Iterable,
+    ActiveModelTrait, ActiveValue, ColumnTrait, Condition, ConnectionTrait, EntityTrait, Iterable,
     PrimaryKeyToColumn, QueryFilter, QuerySelect, Select, Value,
 };
 
@@ -42,6 +43,9 @@ pub use insert::{ProtectedInsert, ProtectedInsertMany};
 pub use many::{ProtectedDeleteMany, ProtectedUpdateMany};
 pub use update::ProtectedUpdate;
 pub use upsert::ProtectedUpsert;
+pub use version::{INITIAL_VERSION, VersionNumber, Versioned};
+#[doc(hidden)]
+pub use version::{initial_version, version_number};
 
 /// A SeaORM entity whose rows belong to a node of the hierarchy.
 ///
@@ -63,6 +67,29 @@ pub trait Protect: EntityTrait {
     /// The IDs a row being written will have: `Some` for fields that are set
     /// (or unchanged), `None` for fields that are not set.
     fn active_ids(model: &Self::ActiveModel) -> Vec<Option<String>>;
+
+    /// The version field (`#[protected(.., version = <field>)]`), which
+    /// every write checks and increments; `None` for an entity without one.
+    const VERSION_FIELD: Option<&'static str> = None;
+
+    /// The version of a stored row; `None` without a version field.
+    fn row_version(model: &Self::Model) -> Option<i64> {
+        let _ = model;
+        None
+    }
+
+    /// The version a row being written is based on: `Some` if its version
+    /// field is set (or unchanged, as in a model read from the database).
+    fn active_version(model: &Self::ActiveModel) -> Option<i64> {
+        let _ = model;
+        None
+    }
+
+    /// Set the version field of a row to insert to [`INITIAL_VERSION`], if
+    /// it is not set.
+    fn init_version(model: &mut Self::ActiveModel) {
+        let _ = model;
+    }
 }
 
 /// The node a stored row belongs to.
@@ -272,21 +299,27 @@ fn id_columns<E: Protect>() -> Vec<E::Column> {
 
 /// `SELECT` the row with the primary key of `model`.
 fn by_primary_key<E: EntityTrait>(model: &E::ActiveModel, action: &str) -> Result<Select<E>> {
+    Ok(E::find().filter(primary_key_condition::<E>(model, action)?))
+}
+
+/// `<pk> = ..` for the primary key of `model`.
+fn primary_key_condition<E: EntityTrait>(
+    model: &E::ActiveModel,
+    action: &str,
+) -> Result<Condition> {
     let Some(key) = model.get_primary_key_value() else {
         return Err(Error::Misuse(format!(
             "{action} of `{}` without its primary key",
             table::<E>()
         )));
     };
-    let mut select = E::find();
-    for (column, value) in E::PrimaryKey::iter().zip(key) {
-        select = select.filter(column.into_column().eq(value));
-    }
-    Ok(select)
+    Ok(E::PrimaryKey::iter()
+        .zip(key)
+        .fold(Condition::all(), |all, (column, value)| {
+            all.add(column.into_column().eq(value))
+        }))
 }
 
-/// The stored row, read with `FOR UPDATE` so that its IDs are the current
-/// ones (not those of a snapshot taken before the locks).
 /// The row a write just wrote, read back on the proof's transaction (a
 /// protected model has no `IntoActiveModel` for SeaORM's returning
 /// execution): `missing` if it is not there.
@@ -303,6 +336,8 @@ async fn read_back<E: EntityTrait>(
         .ok_or_else(|| Error::database(doing, missing))
 }
 
+/// The stored row, read with `FOR UPDATE` so that its IDs are the current
+/// ones (not those of a snapshot taken before the locks).
 async fn load_for_write<E: EntityTrait>(
     select: Select<E>,
     txn: &sea_orm::DatabaseTransaction,

@@ -3,10 +3,11 @@
 
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait, Iterable,
-    ModelTrait, PrimaryKeyToColumn,
+    ActiveModelTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait, IdenStatic,
+    Iterable, ModelTrait, PrimaryKeyToColumn,
 };
 
+use super::version::{increment, version_column, written_by_hierlock};
 use super::{
     Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_new, check_stored, id_columns,
     load_for_write, read_back, table,
@@ -43,6 +44,12 @@ pub(super) enum Conflict<C> {
 /// checked, so such a row is neither updated nor returned:
 /// [`Error::NotCovered`].
 ///
+/// On a versioned entity, the inserted row gets
+/// [`INITIAL_VERSION`](crate::INITIAL_VERSION) unless the active model sets
+/// one, and an update of the stored row sets `version = version + 1` (the
+/// version may not be among the columns to update). An upsert checks no
+/// version: it writes whatever is stored.
+///
 /// On MySQL and MariaDB the statement is `ON DUPLICATE KEY UPDATE`, which
 /// fires on *any* unique key, and takes no `WHERE`: upsert only tables whose
 /// one unique key is the primary key.
@@ -69,7 +76,8 @@ where
     /// - [`Error::NotCovered`]: the proof does not cover the new row, or the
     ///   existing row with its primary key (also one inserted by another
     ///   transaction since the check); nothing was written.
-    /// - [`Error::Misuse`]: the primary key, or an ID field, is not set.
+    /// - [`Error::Misuse`]: the primary key, or an ID field, is not set, or
+    ///   the version field is among the columns to update.
     /// - [`Error::Database`]: the upsert failed.
     pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
     where
@@ -126,6 +134,14 @@ where
         let mut on_conflict = OnConflict::columns(keys());
         match self.conflict {
             Conflict::Update(columns) if !columns.is_empty() => {
+                if let Some(version) = version_column::<E>() {
+                    if columns.iter().any(|c| c.as_str() == version.as_str()) {
+                        return Err(written_by_hierlock::<E>(version, "upsert"));
+                    }
+                    // The update arm moves the stored row to its next
+                    // version, as any protected update does.
+                    on_conflict.value(version, increment::<E>(version));
+                }
                 on_conflict.update_columns(columns);
                 // PostgreSQL has no gap locks: a row inserted since the
                 // check under another node must not be updated. (InnoDB's

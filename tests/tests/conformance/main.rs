@@ -15,6 +15,7 @@ mod protected;
 mod scenarios;
 mod sql;
 mod support;
+mod versions;
 
 /// One `#[tokio::test]` per (backend, test function).
 macro_rules! per_backend {
@@ -57,7 +58,11 @@ macro_rules! common_tests {
             protected::protected_returning_variants_return_the_written_rows,
             protected::protected_update_many_and_delete_many_within_the_proof,
             protected::protected_update_many_and_delete_many_beyond_the_proof_are_refused,
-            protected::protected_update_many_and_delete_many_past_one_statement
+            protected::protected_update_many_and_delete_many_past_one_statement,
+            versions::versioned_updates_increment_and_stale_ones_conflict,
+            versions::two_edits_from_one_version_have_one_winner,
+            versions::a_stale_delete_conflicts_and_keeps_the_row,
+            versions::a_proof_and_a_version_at_once_and_in_bulk
             $($(, $extra::$test)*)?
         );
     };

@@ -1,0 +1,189 @@
+//! Optimistic version locking: entities declared with
+//! `#[protected(.., version = <field>)]` carry an integer version that every
+//! protected write checks and increments in the same statement
+//! (`UPDATE .. SET .., version = version + 1 WHERE <pk> AND version = ?`).
+//!
+//! A write based on a stale version changes no row; the row is then read to
+//! tell a missing row from a [`Conflict`](Error::Conflict), which carries
+//! the version found. Because the check is in the statement, it holds with
+//! or without a lock proof: a versioned write without one (`exec_versioned`)
+//! cannot overwrite a change it has not seen, which is what makes edits that
+//! span requests safe without holding a lock for minutes.
+
+use std::str::FromStr;
+
+use sea_orm::sea_query::{Expr, ExprTrait as _, SimpleExpr};
+use sea_orm::{ActiveModelTrait, ColumnTrait, Condition, IdenStatic, QueryFilter};
+
+use super::{
+    Protect, describe_row, id_columns, load_for_write, primary_key_condition, row_target, table,
+};
+use crate::error::{Error, Result};
+
+/// The version a row gets when it is inserted without one.
+pub const INITIAL_VERSION: i64 = 0;
+
+/// A protected entity with a version column: it may also be written without
+/// a lock proof, with `exec_versioned(&txn)`, since the version check alone
+/// keeps such a write from overwriting a change it has not seen.
+///
+/// Implemented by `#[protected(.., version = <field>)]`.
+#[diagnostic::on_unimplemented(
+    message = "this protected entity has no version column: only a versioned entity may be written without a lock proof",
+    label = "`exec_versioned` needs `#[protected(.., version = <field>)]` on the entity",
+    note = "declare an integer version field with `#[protected(.., version = <field>)]`, or write with the proof of a `#[hierlocked]` method: `.exec(&lock)`"
+)]
+pub trait Versioned: Protect {}
+
+/// An integer type that can hold a row's version.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a version column: a version is an integer",
+    label = "the field named by `version = ..`",
+    note = "declare the version field as `i32` or `i64` (a column `INTEGER NOT NULL` / `BIGINT NOT NULL`)"
+)]
+pub trait VersionNumber: Copy {
+    /// [`INITIAL_VERSION`] in this type.
+    const INITIAL: Self;
+
+    /// The version as an `i64`, for errors and comparisons.
+    fn to_i64(self) -> i64;
+}
+
+macro_rules! version_numbers {
+    ($($t:ty),*) => {$(
+        impl VersionNumber for $t {
+            const INITIAL: Self = INITIAL_VERSION as $t;
+            fn to_i64(self) -> i64 {
+                i64::from(self)
+            }
+        }
+    )*};
+}
+
+version_numbers!(i16, i32, i64, u16, u32);
+
+/// A version field's value, as an `i64` (what generated code calls).
+#[doc(hidden)]
+pub fn version_number<T: VersionNumber>(version: &T) -> i64 {
+    version.to_i64()
+}
+
+/// [`INITIAL_VERSION`] in the version field's type (what generated code calls).
+#[doc(hidden)]
+pub fn initial_version<T: VersionNumber>() -> T {
+    T::INITIAL
+}
+
+/// The version column of `E`, if it has one.
+pub(super) fn version_column<E: Protect>() -> Option<E::Column> {
+    E::VERSION_FIELD.and_then(|field| E::Column::from_str(field).ok())
+}
+
+/// `Misuse`: `column`, the version, is written by hierlock only.
+pub(super) fn written_by_hierlock<E: Protect>(column: E::Column, action: &str) -> Error {
+    Error::Misuse(format!(
+        "{action} of `{}` writes version column `{}`: hierlock writes it (+1 per write)",
+        table::<E>(),
+        column.as_str()
+    ))
+}
+
+/// `Misuse` for a write without a lock proof that is not based on a version.
+pub(super) fn required_version<E: Protect>(model: &E::ActiveModel, action: &str) -> Result<i64> {
+    E::active_version(model).ok_or_else(|| {
+        Error::Misuse(format!(
+            "{action} of `{}` without a lock proof needs the version the change is based on: \
+             set the version field (a model read from the database has it), or write with `.exec(&lock)`",
+            table::<E>()
+        ))
+    })
+}
+
+/// `Misuse` for a write without a lock proof that sets an ID field: moving
+/// a row to another node needs the lock of that node.
+pub(super) fn refuse_move<E: Protect>(model: &E::ActiveModel, action: &str) -> Result<()> {
+    match id_columns::<E>()
+        .into_iter()
+        .find(|c| model.get(*c).is_set())
+    {
+        Some(column) => Err(Error::Misuse(format!(
+            "{action} of `{}` without a lock proof sets ID field `{}`: moving a row needs the locks \
+             of its nodes; write it with `.exec(&lock)`",
+            table::<E>(),
+            column.as_str()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `version = version + 1`, for `E`'s version column.
+pub(super) fn increment<E: Protect>(column: E::Column) -> SimpleExpr {
+    Expr::col((E::default(), column)).add(1)
+}
+
+/// The statement's condition for one row: its primary key and, when the
+/// write is based on a version, that version.
+pub(super) fn row_condition<E: Protect>(
+    model: &E::ActiveModel,
+    expected: Option<i64>,
+    action: &str,
+) -> Result<Condition> {
+    let mut condition = primary_key_condition::<E>(model, action)?;
+    if let (Some(column), Some(expected)) = (version_column::<E>(), expected) {
+        condition = condition.add(column.eq(expected));
+    }
+    Ok(condition)
+}
+
+/// `Conflict` if the stored row is at another version than `expected`.
+pub(super) fn check_version<E: Protect>(
+    row: &E::Model,
+    expected: Option<i64>,
+    action: &'static str,
+) -> Result<()> {
+    match (expected, E::row_version(row)) {
+        (Some(expected), Some(current)) if expected != current => {
+            Err(conflict::<E>(row, action, expected, current))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn conflict<E: Protect>(
+    row: &E::Model,
+    action: &'static str,
+    expected: i64,
+    current: i64,
+) -> Error {
+    let row = match row_target::<E>(row) {
+        Ok(target) => describe_row::<E>(&target),
+        Err(_) => format!("a row of `{}`", table::<E>()),
+    };
+    Error::Conflict {
+        action,
+        row,
+        expected,
+        current,
+    }
+}
+
+/// After a versioned write that changed no row: the row read (`FOR UPDATE`,
+/// so the current one, not a snapshot) is a [`Conflict`](Error::Conflict)
+/// if it is there, `Ok(())` if it is not (the caller's not-found outcome).
+pub(super) async fn why_unwritten<E: Protect>(
+    primary_key: Condition,
+    expected: i64,
+    txn: &sea_orm::DatabaseTransaction,
+    action: &'static str,
+) -> Result<()> {
+    let select = E::find().filter(primary_key);
+    match load_for_write(select, txn, action).await? {
+        None => Ok(()),
+        // With `version = version + 1` a matched row always changes, so a
+        // row that is there is at another version.
+        Some(row) => {
+            let current = E::row_version(&row).unwrap_or(expected);
+            Err(conflict::<E>(&row, action, expected, current))
+        }
+    }
+}
