@@ -337,6 +337,148 @@ async fn concurrent_runs_both_succeed(server: &Server) {
     assert_full(&db, table, 5000).await;
 }
 
+/// Create `table` as provisioning would, with a trigger recording every row
+/// inserted into it, in insertion order, in `{table}_log`.
+async fn record_inserts(db: &DatabaseConnection, config: &Config) {
+    let table = config.table().as_str();
+    let dialect = Dialect::detect(db).await.expect("detect the server");
+    db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}_log"))
+        .await
+        .expect("drop the log");
+    db.execute_unprepared(&hierlock::schema::create_bucket_table(dialect, config))
+        .await
+        .expect("create the bucket table");
+    let statements = if dialect.is_mysql_family() {
+        vec![
+            format!(
+                "CREATE TABLE {table}_log (id BIGINT AUTO_INCREMENT PRIMARY KEY, \
+                 level INT NOT NULL, bucket INT NOT NULL)"
+            ),
+            format!(
+                "CREATE TRIGGER {table}_record AFTER INSERT ON {table} FOR EACH ROW \
+                 INSERT INTO {table}_log (level, bucket) VALUES (NEW.level, NEW.bucket)"
+            ),
+        ]
+    } else {
+        vec![
+            format!(
+                "CREATE TABLE {table}_log (id BIGSERIAL PRIMARY KEY, \
+                 level INT NOT NULL, bucket INT NOT NULL)"
+            ),
+            format!(
+                "CREATE OR REPLACE FUNCTION {table}_record() RETURNS trigger AS $$ BEGIN \
+                 INSERT INTO {table}_log (level, bucket) VALUES (NEW.level, NEW.bucket); \
+                 RETURN NEW; END $$ LANGUAGE plpgsql"
+            ),
+            format!(
+                "CREATE TRIGGER {table}_record AFTER INSERT ON {table} FOR EACH ROW \
+                 EXECUTE FUNCTION {table}_record()"
+            ),
+        ]
+    };
+    for sql in statements {
+        db.execute_unprepared(&sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
+
+/// The rows inserted since `record_inserts` (or the last call), in
+/// insertion order; the record is emptied.
+async fn inserted_rows(db: &DatabaseConnection, table: &str) -> Vec<(i64, i64)> {
+    let int = int(db);
+    let sql =
+        format!("SELECT CAST(level AS {int}), CAST(bucket AS {int}) FROM {table}_log ORDER BY id");
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            sql.clone(),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    db.execute_unprepared(&format!("DELETE FROM {table}_log"))
+        .await
+        .expect("empty the record");
+    rows.iter()
+        .map(|row| {
+            let get = |i| row.try_get_by_index::<i64>(i).expect("an integer");
+            (get(0), get(1))
+        })
+        .collect()
+}
+
+/// `(level, bucket)` for `levels`' buckets `buckets`, in key order.
+fn keys(levels: std::ops::Range<i64>, buckets: std::ops::Range<i64>) -> Vec<(i64, i64)> {
+    levels
+        .flat_map(|level| buckets.clone().map(move |bucket| (level, bucket)))
+        .collect()
+}
+
+async fn rows_go_in_key_order(server: &Server) {
+    let table = "hl_prov_key_order";
+    let db = setup(server, table).await;
+    let config = config(table, 1000);
+    record_inserts(&db, &config).await;
+    let done = Provision::new(config)
+        .chunk_rows(300)
+        .run(&db)
+        .await
+        .expect("provision");
+    assert_eq!(done, report(3000, 3000, 0));
+    assert!(
+        inserted_rows(&db, table).await == keys(0..3, 0..1000),
+        "rows were not inserted in (level, bucket) order"
+    );
+}
+
+async fn a_stopped_fill_resumes_in_key_order(server: &Server) {
+    let table = "hl_prov_stopped";
+    let db = setup(server, table).await;
+    let config = config(table, 1000);
+    record_inserts(&db, &config).await;
+    let provision = Provision::new(config.clone()).chunk_rows(300);
+
+    // A run stopped (here: by a panic) after its second chunk of 300 rows.
+    let stopped = tokio::spawn({
+        let (db, provision) = (db.clone(), provision.clone());
+        async move {
+            provision
+                .run_with_progress(&db, |p| {
+                    assert!(p.rows_done < 600, "stopped after two chunks");
+                })
+                .await
+        }
+    })
+    .await;
+    assert!(stopped.expect_err("the run was stopped").is_panic());
+    assert_eq!(inserted_rows(&db, table).await, keys(0..1, 0..600));
+    assert_eq!(complete(&db, &config).await, Some(false));
+    let err = Locker::connect(&db, config.clone())
+        .await
+        .expect_err("an incomplete table is refused");
+    assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
+
+    let mut first = None;
+    let resumed = provision
+        .run_with_progress(&db, |p| {
+            first.get_or_insert_with(|| p.clone());
+        })
+        .await
+        .expect("resume");
+    assert_eq!(resumed, report(2400, 3000, 600));
+    let first = first.expect("progress was reported");
+    assert_eq!((first.rows_done, first.resumed_from), (600, 600));
+    let mut missing = keys(0..1, 600..1000);
+    missing.extend(keys(1..3, 0..1000));
+    assert!(
+        inserted_rows(&db, table).await == missing,
+        "the resumed run should insert exactly the missing rows, in key order"
+    );
+    assert_full(&db, table, 1000).await;
+    assert_eq!(complete(&db, &config).await, Some(true));
+    Locker::connect(&db, config).await.expect("complete");
+}
+
 /// A migrator for the migration test's own table and migration table.
 struct TestMigrator;
 
@@ -406,7 +548,39 @@ on_every_server!(
     uneven_chunks_fill_exactly,
     concurrent_runs_both_succeed,
     migration_up_and_down,
+    rows_go_in_key_order,
+    a_stopped_fill_resumes_in_key_order,
 );
+
+/// Progress 2,500,000 of 3,000,000 rows, 2,000,000 of which were there
+/// before this run: its rate and time left count only its own 500,000.
+#[test]
+fn rate_and_eta_after_a_resume_count_only_this_runs_rows() {
+    let progress = Progress {
+        level: Level::Resource,
+        rows_done: 2_500_000,
+        rows_total: 3_000_000,
+        resumed_from: 2_000_000,
+    };
+    let elapsed = std::time::Duration::from_secs(10);
+    assert_eq!(progress.rows_per_second(elapsed), Some(50_000.0));
+    assert_eq!(
+        progress.eta(elapsed),
+        Some(std::time::Duration::from_secs(10))
+    );
+
+    let start = Progress {
+        rows_done: 2_000_000,
+        ..progress.clone()
+    };
+    assert_eq!(start.rows_per_second(elapsed), None, "nothing inserted yet");
+    assert_eq!(start.eta(elapsed), None);
+    let done = Progress {
+        rows_done: 3_000_000,
+        ..progress
+    };
+    assert_eq!(done.eta(elapsed), Some(std::time::Duration::ZERO));
+}
 
 #[tokio::test]
 async fn sqlite_gets_only_the_metadata_row() {
