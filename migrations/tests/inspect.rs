@@ -142,38 +142,73 @@ async fn status_reports_the_server_its_store_and_sizes() {
     }
 }
 
-/// The `hierlock` command: exit 0 and a report when fit, exit 1 and the
-/// reason on stderr when not.
+/// The `hierlock` command on every server: exit 0 and a report (text or
+/// `--json`) when fit, exit 1 and the reason on stderr when not.
 #[tokio::test]
 async fn the_command_line_verifies_and_reports() {
-    let server = &servers()[0];
-    let db = connect(&server.url).await;
-    let config = config("hl_inspect_cli", server);
-    fresh(&db, &config).await;
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_hierlock"))
-            .args(args)
-            .args(["--database-url", &server.url, "--bucket-space", "50"])
-            .output()
-            .expect("run hierlock")
-    };
-    let ok = run(&["verify", "--table", "hl_inspect_cli"]);
-    let stdout = String::from_utf8_lossy(&ok.stdout);
-    assert!(
-        ok.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
-    assert!(
-        stdout.contains("topology: a single writable server"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("complete: 50 / 50 / 50"), "{stdout}");
-    let status = run(&["status", "--table", "hl_inspect_cli"]);
-    assert!(status.status.success());
-    assert!(String::from_utf8_lossy(&status.stdout).contains("cache:"));
-    let missing = run(&["verify", "--table", "hl_inspect_nosuch"]);
-    assert_eq!(missing.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&missing.stderr);
-    assert!(stderr.contains("not provisioned"), "{stderr}");
+    for (i, server) in servers().iter().enumerate() {
+        let db = connect(&server.url).await;
+        let table = format!("hl_inspect_cli_{i}");
+        let config = config(&table, server);
+        fresh(&db, &config).await;
+        let run = |args: &[&str]| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_hierlock"));
+            command.args(args).args([
+                "--database-url",
+                &server.url,
+                "--bucket-space",
+                "50",
+                "--table",
+                &table,
+            ]);
+            if server.postgres_locks == Some(PostgresLocks::BucketTable) {
+                command.args(["--postgres-locks", "bucket-table"]);
+            }
+            let out = command.output().expect("run hierlock");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.code(), stdout, stderr)
+        };
+        let (code, stdout, stderr) = run(&["verify"]);
+        assert_eq!(code, Some(0), "{}: {stdout}{stderr}", server.url);
+        assert!(
+            stdout.contains("topology: a single writable server"),
+            "{stdout}"
+        );
+        let (code, stdout, stderr) = run(&["verify", "--json"]);
+        assert_eq!(code, Some(0), "{}: {stderr}", server.url);
+        let verified: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+        let (code, stdout, stderr) = run(&["status", "--json"]);
+        assert_eq!(code, Some(0), "{}: {stderr}", server.url);
+        let status: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+        assert!(
+            status["version"].as_str().is_some_and(|v| !v.is_empty()),
+            "{stdout}"
+        );
+        match verified["store"].as_str() {
+            Some("bucket_table") => {
+                assert_eq!(verified["rows_per_level"], serde_json::json!([50, 50, 50]));
+                assert!(stdout.contains("\"cache_bytes\": "), "{stdout}");
+                let (_, text, _) = run(&["status"]);
+                assert!(text.contains("cache:"), "{}: {text}", server.url);
+                let (_, text, _) = run(&["verify"]);
+                assert!(text.contains("complete: 50 / 50 / 50"), "{text}");
+            }
+            Some("advisory" | "sqlite_write_lock") => {
+                assert!(verified["rows_per_level"].is_null(), "{verified}");
+            }
+            other => panic!("{}: store {other:?}", server.url),
+        }
+        if verified["store"] == "bucket_table" {
+            db.execute_unprepared(&format!(
+                "DELETE FROM {table} WHERE level = 2 AND bucket = 3"
+            ))
+            .await
+            .expect("delete a row");
+            let (code, _, stderr) = run(&["verify"]);
+            assert_eq!(code, Some(1), "{}", server.url);
+            assert!(stderr.contains("level resource"), "{stderr}");
+            assert!(stderr.contains("not provisioned"), "{stderr}");
+        }
+    }
 }
