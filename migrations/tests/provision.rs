@@ -35,9 +35,13 @@ const MYSQL: Server = Server {
     default_url: "mysql://root@127.0.0.1:3307/test",
 };
 
+fn url(server: &Server) -> String {
+    std::env::var(server.env).unwrap_or_else(|_| server.default_url.to_owned())
+}
+
 /// Connect to `server`, failing the test (never skipping it) if it is down.
 async fn connect(server: &Server) -> DatabaseConnection {
-    let url = std::env::var(server.env).unwrap_or_else(|_| server.default_url.to_owned());
+    let url = url(server);
     let db = Database::connect(&url).await.unwrap_or_else(|e| {
         panic!(
             "{} at {url} is unreachable ({e}); start it or point {} at one",
@@ -632,4 +636,71 @@ async fn postgres_advisory_locks_need_no_bucket_table() {
     Locker::connect(&db, advisory)
         .await
         .expect("advisory locker");
+}
+
+/// `hierlock provision --database-url url args…`, its output piped (so no
+/// terminal): whether it succeeded, its stdout and its stderr.
+fn cli_provision(url: &str, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hierlock"))
+        .args(["provision", "--database-url", url])
+        .args(args)
+        .output()
+        .expect("run the hierlock binary");
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("UTF-8 output");
+    (out.status.success(), text(out.stdout), text(out.stderr))
+}
+
+#[tokio::test]
+async fn cli_reports_a_postgres_bucket_table_as_filled() {
+    let table = "hl_prov_cli_pg";
+    setup(&POSTGRES, table).await;
+    let args = ["--table", table, "--bucket-space", "100"];
+    let (ok, out, err) = cli_provision(
+        &url(&POSTGRES),
+        &[&args[..], &["--postgres-locks", "bucket-table"]].concat(),
+    );
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("`hl_prov_cli_pg` is complete: 300 rows") && !out.contains("SQLite"),
+        "{out}"
+    );
+    // Progress on stderr though it is no terminal.
+    assert!(
+        err.contains("provisioning: 300 of 300 rows (100%)"),
+        "{err}"
+    );
+
+    let (ok, out, err) = cli_provision(&url(&POSTGRES), &args);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("advisory locks") && out.contains("no bucket table needed"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn cli_reports_sqlite_as_needing_no_rows() {
+    let (ok, out, err) = cli_provision("sqlite::memory:", &["--table", "hl_prov_cli_sqlite"]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("SQLite: one database-wide write lock, no bucket rows needed"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn cli_says_how_to_fix_a_bucket_space_mismatch() {
+    let table = "hl_prov_cli_mismatch";
+    setup(&MARIADB, table).await;
+    let (ok, out, err) =
+        cli_provision(&url(&MARIADB), &["--table", table, "--bucket-space", "100"]);
+    assert!(ok, "{out}{err}");
+    let (ok, out, err) =
+        cli_provision(&url(&MARIADB), &["--table", table, "--bucket-space", "200"]);
+    assert!(!ok, "{out}{err}");
+    assert!(err.contains("100 buckets per level"), "{err}");
+    assert!(
+        err.contains("hint:") && err.contains("--bucket-space") && err.contains("--table"),
+        "{err}"
+    );
 }
