@@ -205,7 +205,7 @@ pub async fn live_locks(
     for lock in &mut locks {
         lock.nodes = named.get(&lock.key).cloned().unwrap_or_default();
     }
-    locks.sort_by(|a, b| (a.key, a.state, a.session).cmp(&(b.key, b.state, b.session)));
+    locks.sort_by_key(|l| (l.key, l.state, l.session));
     let hottest = hottest(&locks);
     Ok(LiveLocks {
         dialect,

@@ -161,11 +161,11 @@ async fn a_holder_and_a_waiter_are_shown_and_mapped_to_their_node() {
             Some(LockMode::Exclusive),
             "{name}\n{locks}"
         );
-        assert_eq!(waiting_lock.nodes, [target.clone()], "{name}\n{locks}");
+        assert_eq!(waiting_lock.nodes, nodes, "{name}\n{locks}");
         assert!(waiting_lock.waited.is_some(), "{name}\n{locks}");
         assert!(waiting_lock.blocked_by.contains(&holder), "{name}\n{locks}");
         let held = lock_of(&locks, holder, LockState::Held, key);
-        assert_eq!(held.nodes, [target.clone()], "{name}\n{locks}");
+        assert_eq!(held.nodes, nodes, "{name}\n{locks}");
         // PostgreSQL does not say in which mode a row is held.
         let holder_mode = match server.postgres_locks {
             Some(PostgresLocks::BucketTable) => None,
