@@ -5,10 +5,16 @@
 //! - [`entity`]: the tables (SeaORM entities), their creation and seeding.
 //! - [`ops`]: the operations, what they lock, and how one transaction runs.
 //! - [`invariants`]: what must hold at the end.
+//! - [`compare`]: the workload without locks and with hierlock, side by side.
+//! - [`hierarchy`]: resources of one account in parallel, the account
+//!   excluding them, measured.
 //!
-//! [`run`] puts them together; `examples/bank.rs` is its command line.
+//! [`run`] runs the workload once; [`compare::compare`] is what
+//! `examples/bank.rs` prints by default.
 
+pub mod compare;
 pub mod entity;
+pub mod hierarchy;
 pub mod invariants;
 pub mod ops;
 
@@ -122,14 +128,21 @@ pub fn config() -> hierlock::Result<Config> {
         .with_wait(Wait::Timeout(Duration::from_secs(5)))
 }
 
-/// Make a locker for `db`: on MySQL and MariaDB, first provision the bucket
-/// table (quick when it is already complete). PostgreSQL uses advisory locks
-/// and SQLite its database write lock: neither needs a table.
+/// Make a locker for `db` with [`config`]: see [`locker_with`].
+///
+/// # Errors
+/// As [`locker_with`].
+pub async fn locker(db: &DatabaseConnection) -> hierlock::Result<Locker> {
+    locker_with(db, config()?).await
+}
+
+/// Make a locker for `db`: on MySQL and MariaDB, first provision `config`'s
+/// bucket table (quick when it is already complete). PostgreSQL uses
+/// advisory locks and SQLite its database write lock: neither needs a table.
 ///
 /// # Errors
 /// Provisioning or [`Locker::connect`] failed.
-pub async fn locker(db: &DatabaseConnection) -> hierlock::Result<Locker> {
-    let config = config()?;
+pub async fn locker_with(db: &DatabaseConnection, config: Config) -> hierlock::Result<Locker> {
     if db.get_database_backend() == DbBackend::MySql {
         hierlock_migration::Provision::new(config.clone())
             .chunk_rows(20_000)
@@ -300,39 +313,56 @@ impl Report {
     pub fn invariants_held(&self) -> bool {
         self.checks.iter().all(|c| c.held)
     }
-}
 
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (o, t) = (&self.options, &self.tally);
-        let locking = match &self.locking {
-            Some(how) => format!("hierlock with {how}"),
-            None => "WITHOUT locks (--no-locks)".into(),
-        };
-        let name = match self.dialect {
-            Dialect::MySql => "MySQL",
-            Dialect::MariaDb => "MariaDB",
-            Dialect::Postgres => "PostgreSQL",
-            Dialect::Sqlite => "SQLite",
-            _ => "an unknown server",
-        };
-        writeln!(f, "backend: {name} {}, {locking}", self.server)?;
-        let ops: Vec<String> = t
+    /// `400 ops (180 transfers, …) by 8 tasks on 8 users x 2 accounts x 2 items, …`.
+    pub fn describe_work(&self) -> String {
+        let o = &self.options;
+        let ops: Vec<String> = self
+            .tally
             .ops
             .iter()
             .map(|(kind, n)| format!("{n} {}", kind.as_str()))
             .collect();
-        writeln!(
-            f,
-            "work: {} ops ({}) by {} tasks on {} users x {} accounts x {} items, seed {}",
+        format!(
+            "{} ops ({}) by {} tasks on {} users x {} accounts x {} items, seed {}, \
+             each reading, thinking {} ms, then writing",
             o.ops,
             ops.join(", "),
             o.tasks,
             o.users,
             o.accounts,
             o.resources,
-            o.seed
+            o.seed,
+            o.think.as_millis()
+        )
+    }
+}
+
+/// The server's name, for reports.
+pub fn backend_name(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::MySql => "MySQL",
+        Dialect::MariaDb => "MariaDB",
+        Dialect::Postgres => "PostgreSQL",
+        Dialect::Sqlite => "SQLite",
+        _ => "an unknown server",
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.tally;
+        let locking = match &self.locking {
+            Some(how) => format!("hierlock with {how}"),
+            None => "WITHOUT locks".into(),
+        };
+        writeln!(
+            f,
+            "backend: {} {}, {locking}",
+            backend_name(self.dialect),
+            self.server
         )?;
+        writeln!(f, "work: {}", self.describe_work())?;
         let declined: u64 = t.declined.values().sum();
         let reasons: Vec<String> = t
             .declined
@@ -389,7 +419,7 @@ impl fmt::Display for Report {
             (n, None) => write!(
                 f,
                 "=> INVARIANT BROKEN ({n} of {}): the same code loses updates without locks; \
-                 run without --no-locks to compare",
+                 run without --only to compare",
                 self.checks.len()
             ),
             (n, Some(_)) => write!(

@@ -220,7 +220,7 @@ pub const LOCK_WAIT: Duration = Duration::from_millis(5);
 pub struct Teller {
     /// The pool; each transaction takes one connection from it.
     pub db: DatabaseConnection,
-    /// `None` runs the very same code without locks (`--no-locks`).
+    /// `None` runs the very same code without locks (`--only unlocked`).
     pub locker: Option<Locker>,
     /// Time the application spends between its check and its write.
     pub think: Duration,
