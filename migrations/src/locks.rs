@@ -1,26 +1,8 @@
 //! Live locks: who holds and who waits for hierlock's bucket rows or advisory
 //! keys right now, read from the server's own lock views ([`live_locks`]),
 //! mapped back to level and bucket (or advisory key), and to the nodes the
-//! caller names.
-//!
-//! What each server shows, and so what [`LiveLocks`] can list:
-//!
-//! - **MySQL 8+**: `performance_schema.data_locks` lists every row lock,
-//!   held or awaited; `data_lock_waits` says who blocks whom.
-//! - **MariaDB**: `information_schema.INNODB_LOCKS` lists **only locks
-//!   involved in a wait**: a holder nobody waits for is not shown.
-//!   `INNODB_LOCK_WAITS` says who blocks whom.
-//! - **PostgreSQL, advisory locks**: `pg_locks` lists every key, held or
-//!   awaited (a bigint key as `classid` = high 32 bits, `objid` = low 32).
-//! - **PostgreSQL, bucket table**: row locks live in the rows, not in
-//!   `pg_locks`; only rows someone waits for are shown (the waiter's tuple
-//!   lock names the row), with the sessions blocking the waiters as holders.
-//!   A holder's mode is known only when a shared waiter waits for it (it then
-//!   holds the row exclusively).
-//!
-//! Waits are timed from `INNODB_TRX.trx_wait_started` on MySQL and MariaDB
-//! (whole seconds) and from the waiting statement's start
-//! (`pg_stat_activity.query_start`) on PostgreSQL.
+//! caller names. What each server's views show, and leave out, is listed
+//! on [`live_locks`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -154,8 +136,26 @@ pub fn target_from_path(path: &str) -> hierlock::Result<Target> {
 /// that hash to its key.
 ///
 /// Keys are computed with the scheme and bucket space recorded in the bucket
-/// table's metadata row, not with `config`'s. The views read, and what they
-/// leave out, are in the [module docs](self).
+/// table's metadata row, not with `config`'s.
+///
+/// What each server shows, and so what [`LiveLocks`] can list:
+///
+/// - **MySQL 8+**: `performance_schema.data_locks` lists every row lock,
+///   held or awaited; `data_lock_waits` says who blocks whom.
+/// - **MariaDB**: `information_schema.INNODB_LOCKS` lists **only locks
+///   involved in a wait**: a holder nobody waits for is not shown.
+///   `INNODB_LOCK_WAITS` says who blocks whom.
+/// - **PostgreSQL, advisory locks**: `pg_locks` lists every key, held or
+///   awaited (a bigint key as `classid` = high 32 bits, `objid` = low 32).
+/// - **PostgreSQL, bucket table**: row locks live in the rows, not in
+///   `pg_locks`; only rows someone waits for are shown (the waiter's tuple
+///   lock names the row), with the sessions blocking the waiters as holders.
+///   A holder's mode is known only when a shared waiter waits for it (it then
+///   holds the row exclusively).
+///
+/// Waits are timed from `INNODB_TRX.trx_wait_started` on MySQL and MariaDB
+/// (whole seconds) and from the waiting statement's start
+/// (`pg_stat_activity.query_start`) on PostgreSQL.
 ///
 /// # Errors
 /// [`Error::NotProvisioned`] if the bucket table's metadata row is missing;
