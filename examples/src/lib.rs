@@ -4,3 +4,5 @@
 //! See `examples/README.md` for the list, in learning order.
 
 pub mod bank;
+pub mod bench;
+pub mod service;

@@ -1,0 +1,107 @@
+//! hierlock against what a user would write instead, measured side by side
+//! in one run: interleaved variants, several repetitions, each figure's
+//! median and [min–max], ratios to the baseline of the same repetition, and
+//! statements counted by the server's own counters. `BENCHMARKS.md` has one
+//! run's figures and how to read them.
+//!
+//! ```sh
+//! cargo run --release -p hierlock-examples --example bench -- \
+//!     --database-url mysql://root@127.0.0.1:3306/test            # everything, 3 reps
+//! cargo run --release -p hierlock-examples --example bench -- \
+//!     --database-url postgres://postgres@127.0.0.1:5432/test --postgres-locks bucket-table \
+//!     --workload scale --quick                                    # one workload, short
+//! ```
+//!
+//! Workloads: `uncontended` (a Resource write against `SELECT … FOR UPDATE`,
+//! 1 and 16 clients), `zipf` (32 workers on Zipf-distributed rows against
+//! `FOR UPDATE` per row and per-ID lock rows), `scale` (N locks in one
+//! call), `provision` (hierlock-migration against the seed's
+//! `INSERT … SELECT`), `false-conflicts` (bucket collisions against the
+//! birthday bound; no server needed). The tables it creates are named
+//! `hlbench_*`.
+
+use clap::{Parser, ValueEnum};
+use hierlock::PostgresLocks;
+use hierlock_examples::bench::{self, Bench, BoxError};
+
+#[derive(Parser)]
+struct Args {
+    /// The server to measure (MySQL, MariaDB, PostgreSQL or SQLite).
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "mysql://root@127.0.0.1:3306/test"
+    )]
+    database_url: String,
+    /// What to measure.
+    #[arg(long, value_enum, default_value = "all")]
+    workload: Workload,
+    /// Interleaved repetitions of each workload.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Short runs (a couple of minutes in all), for development.
+    #[arg(long)]
+    quick: bool,
+    /// Provision the seed's full 10^7 buckets per level (3×10^7 rows, about
+    /// a minute per run) instead of 10^6.
+    #[arg(long)]
+    provision_full: bool,
+    /// On PostgreSQL: `advisory` locks (the default) or the `bucket-table`.
+    #[arg(long, value_enum, default_value = "advisory")]
+    postgres_locks: PgLocks,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Workload {
+    Uncontended,
+    Zipf,
+    Scale,
+    Provision,
+    FalseConflicts,
+    All,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PgLocks {
+    Advisory,
+    BucketTable,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    let args = Args::parse();
+    let runs = |w: Workload| args.workload == w || args.workload == Workload::All;
+    if args.workload == Workload::FalseConflicts {
+        bench::false_conflicts::run(args.quick);
+        return Ok(());
+    }
+    let postgres_locks = match args.postgres_locks {
+        PgLocks::Advisory => PostgresLocks::Advisory {
+            namespace: hierlock::DEFAULT_ADVISORY_NAMESPACE,
+        },
+        PgLocks::BucketTable => PostgresLocks::BucketTable,
+    };
+    let bench = Bench::connect(&args.database_url, args.reps, args.quick, postgres_locks).await?;
+    bench::print_header(&bench).await?;
+    if runs(Workload::Uncontended) {
+        bench::uncontended::run(&bench).await?;
+    }
+    if runs(Workload::Zipf) {
+        bench::zipf::run(&bench).await?;
+    }
+    if runs(Workload::Scale) {
+        bench::scale::run(&bench).await?;
+    }
+    if runs(Workload::Provision) {
+        let space = if args.provision_full {
+            10_000_000
+        } else {
+            1_000_000
+        };
+        bench::provision::run(&bench, space).await?;
+    }
+    if runs(Workload::FalseConflicts) {
+        bench::false_conflicts::run(args.quick);
+    }
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! Uncontended Resource writes against the floor, at 1 and 16 clients.
+//!
+//! The floor is what a user would write instead of hierlock for one row:
+//! `BEGIN; SELECT … FOR UPDATE; UPDATE; COMMIT`. hierlock's transaction is
+//! `BEGIN; acquire(Resource write); UPDATE; COMMIT`. Each client updates
+//! rows of its own, so nothing waits: this is the fixed cost of a lock.
+
+use std::time::Instant;
+
+use hierlock::{Locker, Target};
+use hierlock_migration::Provision;
+use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait, Value};
+use tokio::task::JoinSet;
+
+use super::stats::{Table, order};
+use super::{Bench, BoxError, ROWS_TABLE, counters};
+
+/// What one measured transaction does before its `UPDATE`.
+#[derive(Clone, Copy, Debug)]
+enum Variant {
+    /// `SELECT balance … FOR UPDATE` on the row.
+    Floor,
+    /// `locker.acquire` of the row's Resource write lock.
+    Hierlock,
+}
+
+const VARIANTS: [Variant; 2] = [Variant::Floor, Variant::Hierlock];
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Floor => "floor: SELECT … FOR UPDATE; UPDATE",
+            Variant::Hierlock => "hierlock: acquire(Resource write); UPDATE",
+        }
+    }
+}
+
+/// Rows each client cycles through; client `c` owns `c * ROWS_PER_CLIENT ..`.
+const ROWS_PER_CLIENT: i64 = 1000;
+
+/// Measure and print both variants at 1 and 16 clients.
+///
+/// # Errors
+/// Setting up or a transaction failed.
+pub async fn run(bench: &Bench) -> Result<(), BoxError> {
+    println!("\n## Uncontended Resource writes against the floor (txn/s, higher is better)");
+    if bench.dialect == hierlock::Dialect::Sqlite {
+        println!("  skipped on SQLite: no row locks, every write takes the one database lock");
+        return Ok(());
+    }
+    bench.ensure_rows().await?;
+    let config = bench.lock_config()?;
+    Provision::new(config.clone()).run(&bench.db).await?;
+    let locker = Locker::connect(&bench.db, config).await?;
+    for (clients, txns_per_client) in [(1, 2000), (16, 400)] {
+        let txns_per_client = if bench.quick {
+            txns_per_client / 8
+        } else {
+            txns_per_client
+        };
+        println!(
+            "{clients} client(s), {txns_per_client} transactions each, {} reps:",
+            bench.reps
+        );
+        let mut table = Table::new(VARIANTS.map(Variant::name));
+        // A warm-up of each variant, not recorded.
+        for variant in VARIANTS {
+            throughput(bench, &locker, variant, clients, txns_per_client / 4 + 1).await?;
+        }
+        for rep in 0..bench.reps {
+            for i in order(VARIANTS.len(), rep) {
+                let tps = throughput(bench, &locker, VARIANTS[i], clients, txns_per_client).await?;
+                table.record(i, rep, tps);
+            }
+        }
+        table.print("txn/s");
+    }
+    println!("  {}:", counters::what_is_counted(bench));
+    for variant in VARIANTS {
+        let counted = counters::per_txn(bench, 200, async |db, i| {
+            transaction(bench, &locker, db, variant, i as i64 % ROWS_PER_CLIENT).await
+        })
+        .await?;
+        if let Some(counted) = counted {
+            println!("    {:<44} {}", variant.name(), counted.describe());
+        }
+    }
+    Ok(())
+}
+
+/// Committed transactions per second of `clients` clients running
+/// `txns_per_client` transactions each on their own rows.
+async fn throughput(
+    bench: &Bench,
+    locker: &Locker,
+    variant: Variant,
+    clients: i64,
+    txns_per_client: i64,
+) -> Result<f64, BoxError> {
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for client in 0..clients {
+        let (bench, locker) = (bench.clone(), locker.clone());
+        tasks.spawn(async move {
+            for i in 0..txns_per_client {
+                let row = client * ROWS_PER_CLIENT + i % ROWS_PER_CLIENT;
+                transaction(&bench, &locker, &bench.db, variant, row).await?;
+            }
+            Ok::<_, BoxError>(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok((clients * txns_per_client) as f64 / start.elapsed().as_secs_f64())
+}
+
+/// One transaction: lock `row` the variant's way, update it, commit.
+async fn transaction(
+    bench: &Bench,
+    locker: &Locker,
+    db: &DatabaseConnection,
+    variant: Variant,
+    row: i64,
+) -> Result<(), BoxError> {
+    let txn = db.begin().await?;
+    match variant {
+        Variant::Floor => {
+            let sql = format!("SELECT balance FROM {ROWS_TABLE} WHERE id = ? FOR UPDATE");
+            txn.query_one_raw(bench.stmt(&sql, [Value::from(row)]))
+                .await?;
+        }
+        Variant::Hierlock => {
+            // Users of 100 rows, accounts of 10: each client's users are its own.
+            locker
+                .acquire(&txn, [Target::resource(row / 100, row / 10, row).write()])
+                .await?;
+        }
+    }
+    let sql = format!("UPDATE {ROWS_TABLE} SET balance = balance + 1 WHERE id = ?");
+    txn.execute_raw(bench.stmt(&sql, [Value::from(row)]))
+        .await?;
+    txn.commit().await?;
+    Ok(())
+}
