@@ -212,3 +212,38 @@ async fn the_command_line_verifies_and_reports() {
         }
     }
 }
+
+/// `verify` runs the read-only / replica checks of `Locker::connect`: a
+/// read-only session (what a replica or a server being failed over gives)
+/// is refused on every server, by kind, naming why.
+#[tokio::test]
+async fn verify_refuses_a_read_only_session() {
+    for (i, server) in servers().iter().take(4).enumerate() {
+        let db = connect(&server.url).await;
+        let config = config(&format!("hl_inspect_read_only_{i}"), server);
+        fresh(&db, &config).await;
+        // One connection, so that the session setting is the one verify uses.
+        let mut options = sea_orm::ConnectOptions::new(server.url.clone());
+        options.max_connections(1).min_connections(1);
+        let read_only = Database::connect(options).await.expect("connect");
+        let sql = if read_only.get_database_backend() == sea_orm::DbBackend::Postgres {
+            "SET SESSION default_transaction_read_only = on"
+        } else {
+            "SET SESSION TRANSACTION READ ONLY"
+        };
+        read_only.execute_unprepared(sql).await.expect(sql);
+        let err = verify(&read_only, &config)
+            .await
+            .expect_err("a read-only session is refused");
+        assert_eq!(
+            err.kind(),
+            ErrorKind::UnsafeTopology,
+            "{}: {err}",
+            server.url
+        );
+        assert!(err.to_string().contains("read-only"), "{err}");
+        verify(&db, &config)
+            .await
+            .expect("a writable session is fit");
+    }
+}
