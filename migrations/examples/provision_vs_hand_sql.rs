@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Each repetition fills two fresh tables in the scratch database
-//! `hl_prov_scratch` on the same server: one with the seed's cross join of
+//! `hl_prov_scratch` on the same server (named after the process, so that
+//! runs at the same time do not collide): one with the seed's cross join of
 //! seven digit tables (one `INSERT … SELECT` per level, see
 //! [`hand_written_fill`]), one with [`Provision`]. Which goes first
 //! alternates, and both tables are dropped after each repetition. It prints
@@ -141,8 +142,12 @@ async fn main() -> Result<(), BoxError> {
 
     let (mut hand, mut ours) = (Vec::new(), Vec::new());
     for rep in 0..reps {
-        let (hand_table, our_table) =
-            (format!("bench_hand_{rep}"), format!("bench_hierlock_{rep}"));
+        // Named after this process: runs at the same time never share a table.
+        let run = std::process::id();
+        let (hand_table, our_table) = (
+            format!("bench_hand_{run}_{rep}"),
+            format!("bench_hierlock_{run}_{rep}"),
+        );
         drop_tables(&db, &[&hand_table, &our_table]).await?;
         for hand_first in [rep % 2 == 0, rep % 2 == 1] {
             let started = Instant::now();
