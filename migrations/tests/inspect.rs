@@ -247,3 +247,26 @@ async fn verify_refuses_a_read_only_session() {
             .expect("a writable session is fit");
     }
 }
+
+/// `verify` compares the table's metadata with the services' configuration:
+/// another bucket space is refused by kind, naming both.
+#[tokio::test]
+async fn verify_refuses_a_table_provisioned_for_another_bucket_space() {
+    for (i, server) in servers().iter().take(3).enumerate() {
+        let db = connect(&server.url).await;
+        let config = config(&format!("hl_inspect_space_{i}"), server);
+        fresh(&db, &config).await;
+        let other = config.clone().with_bucket_space(SPACE + 10).expect("valid");
+        let err = verify(&db, &other)
+            .await
+            .expect_err("another bucket space is refused");
+        assert_eq!(
+            err.kind(),
+            ErrorKind::ConfigMismatch,
+            "{}: {err}",
+            server.url
+        );
+        assert!(err.to_string().contains("50"), "{err}");
+        assert!(err.to_string().contains("60"), "{err}");
+    }
+}
