@@ -1,8 +1,27 @@
 //! Which server errors are lock conflicts: a pure mapping of error codes.
 
-use sea_orm::{DbErr, RuntimeErr};
+use sea_orm::{DbBackend, DbErr, RuntimeErr};
 
-use crate::error::ErrorKind;
+use crate::error::{Error, ErrorKind};
+
+/// Refuse a backend this build cannot read the errors of.
+///
+/// Its driver may be compiled in while hierlock's feature for it is off (the
+/// application's own SeaORM enabled it): the server's error types are then
+/// unknown here, and a lock conflict would pass for any other database error.
+pub(crate) fn require_backend_feature(backend: DbBackend) -> Result<(), Error> {
+    let feature = match backend {
+        DbBackend::MySql if !cfg!(feature = "mysql") => "mysql",
+        DbBackend::Postgres if !cfg!(feature = "postgres") => "postgres",
+        DbBackend::Sqlite if !cfg!(feature = "sqlite") => "sqlite",
+        _ => return Ok(()),
+    };
+    Err(Error::InvalidConfig(format!(
+        "hierlock was built without its `{feature}` feature, so it cannot tell this \
+         {backend:?} server's lock conflicts from other errors: enable it \
+         (`hierlock = {{ version = \"0.1\", features = [\"{feature}\"] }}`)"
+    )))
+}
 
 /// A lock failure reported by the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -31,7 +31,9 @@ impl Dialect {
     /// Ask the server what it is (`SELECT VERSION()` tells MariaDB from MySQL).
     ///
     /// # Errors
-    /// [`Error::Database`] if the query fails.
+    /// [`Error::Database`] if the query fails; [`Error::InvalidConfig`] for a
+    /// backend hierlock was built without (its `mysql`, `postgres` or
+    /// `sqlite` feature is off, the driver came from another crate).
     pub async fn detect(db: &impl ConnectionTrait) -> Result<Dialect> {
         let version = match db.get_database_backend() {
             DbBackend::MySql => server_version(db).await?,
@@ -43,6 +45,7 @@ impl Dialect {
     /// The dialect of a `backend` server whose `SELECT version()` said
     /// `version` (which tells MariaDB from MySQL).
     pub(crate) fn of(backend: DbBackend, version: Option<&str>) -> Result<Dialect> {
+        crate::classify::require_backend_feature(backend)?;
         match backend {
             DbBackend::Postgres => Ok(Dialect::Postgres),
             DbBackend::Sqlite => Ok(Dialect::Sqlite),

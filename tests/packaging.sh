@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The crates as a user of the registry gets them (issue 11):
+#
+#   tests/packaging.sh
+#
+# - tests/packaging, an application outside the workspace, depends on hierlock
+#   and hierlock-migration with `default-features = false` and is built and
+#   tested with each backend feature on its own, with warnings denied, on the
+#   workspace's `rust-version` toolchain (the minimum tested): a provision,
+#   `Locker::connect`, a lock and a protected write on SQLite, MariaDB
+#   (HIERLOCK_MARIADB_URL) and PostgreSQL (HIERLOCK_POSTGRES_URL);
+# - with SQLite's driver enabled by the application's SeaORM but not by
+#   hierlock, `Locker::connect` must refuse SQLite;
+# - with no backend feature, the build must fail with hierlock's one
+#   compile_error! and nothing else;
+# - the crate docs (what docs.rs shows) build with warnings denied, and
+#   `cargo package` ships what they link to.
+#
+# CARGO_TARGET_DIR defaults to target/packaging (the builds' features differ
+# from the workspace's: a target dir of their own keeps both cached).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+: "${HIERLOCK_MARIADB_URL:=mysql://root@127.0.0.1:3306/test}"
+: "${HIERLOCK_POSTGRES_URL:=postgres://postgres@127.0.0.1:5432/test}"
+export HIERLOCK_MARIADB_URL HIERLOCK_POSTGRES_URL
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target/packaging}"
+
+rust_version=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+toolchain=$rust_version
+[[ $toolchain =~ ^[0-9]+\.[0-9]+$ ]] && toolchain=$toolchain.0
+manifest=tests/packaging/Cargo.toml
+# The workspace's versions of every dependency.
+cp Cargo.lock tests/packaging/Cargo.lock
+
+step() { echo "== tests/packaging.sh: $*" >&2; }
+
+for feature in sqlite mysql postgres sqlite-driver-not-hierlocks; do
+    step "features = [\"$feature\"] on Rust $toolchain"
+    RUSTFLAGS="-D warnings" cargo "+$toolchain" test --manifest-path "$manifest" \
+        --no-default-features --features "$feature"
+done
+
+step "no backend feature: one compile_error!"
+if output=$(RUSTFLAGS="-D warnings" cargo "+$toolchain" build --manifest-path "$manifest" \
+    --message-format short 2>&1); then
+    echo "tests/packaging.sh: hierlock built without any backend feature" >&2
+    exit 1
+fi
+errors=$(grep -c '^[^ ]*: *error\|^error' <<<"$output" || true)
+if ! grep -q 'hierlock needs a database: enable one or more of its features' <<<"$output" ||
+    ! grep -q 'could not compile `hierlock` (lib) due to 1 previous error' <<<"$output"; then
+    echo "$output" >&2
+    echo "tests/packaging.sh: expected hierlock's compile_error! alone ($errors error lines)" >&2
+    exit 1
+fi
+
+step "crate docs, warnings denied"
+RUSTDOCFLAGS="-D warnings" cargo "+$toolchain" doc --no-deps --all-features \
+    -p hierlock -p hierlock-macros -p hierlock-migration

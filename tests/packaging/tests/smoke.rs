@@ -1,0 +1,64 @@
+//! Connect, provision, lock and write on the one backend this build has.
+#![cfg(any(feature = "mysql", feature = "postgres", feature = "sqlite"))]
+
+use hierlock::sea_orm::{ConnectionTrait, Database, EntityTrait, TransactionTrait};
+use hierlock::{Config, Locker};
+use hierlock_packaging::{account, open};
+
+/// Provision, connect, open an account under its lock, read it back.
+async fn smoke(url: &str) {
+    let db = Database::connect(url).await.expect("connect");
+    let config = Config::default()
+        .with_table("hierlock_packaging_buckets")
+        .unwrap()
+        .with_bucket_space(64)
+        .unwrap();
+    hierlock_migration::Provision::new(config.clone())
+        .run(&db)
+        .await
+        .expect("provision");
+    db.execute_unprepared("DROP TABLE IF EXISTS hierlock_packaging_accounts")
+        .await
+        .unwrap();
+    db.execute_unprepared(
+        "CREATE TABLE hierlock_packaging_accounts \
+         (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, balance BIGINT NOT NULL)",
+    )
+    .await
+    .unwrap();
+    let locker = Locker::connect(&db, config).await.expect("locker");
+
+    let txn = db.begin().await.unwrap();
+    open(&locker, &txn, 7, 70, 100).await.expect("locked write");
+    txn.commit().await.unwrap();
+
+    let found = account::Table::find_by_id(70).one(&db).await.unwrap();
+    assert_eq!(found.map(|a| (a.user_id, a.balance)), Some((7, 100)));
+}
+
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+fn server_url(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| panic!("{var} must name the test server"))
+}
+
+#[cfg(feature = "mysql")]
+#[tokio::test]
+async fn mysql_alone_connects_locks_and_writes() {
+    smoke(&server_url("HIERLOCK_MARIADB_URL")).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_alone_connects_locks_and_writes() {
+    smoke(&server_url("HIERLOCK_POSTGRES_URL")).await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_alone_connects_locks_and_writes() {
+    let dir = std::env::temp_dir().join(format!("hierlock-packaging-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("app.db");
+    smoke(&format!("sqlite://{}?mode=rwc", file.display())).await;
+    std::fs::remove_dir_all(&dir).ok();
+}
