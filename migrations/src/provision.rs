@@ -9,8 +9,17 @@ use sea_orm::{ConnectionTrait, DbErr, Statement};
 use crate::LockStore;
 use crate::sql::{self, Generator};
 
-/// Rows per `INSERT` statement unless [`Provision::chunk_rows`] says otherwise.
+/// Rows per `INSERT` statement unless [`Provision::chunk_rows`] says
+/// otherwise, or the server is MariaDB with its sequence engine
+/// ([`SEQUENCE_ENGINE_CHUNK_ROWS`]). MySQL sorts each chunk's rows (in
+/// memory up to about this many).
 pub const DEFAULT_CHUNK_ROWS: u32 = 50_000;
+
+/// Rows per `INSERT` statement on MariaDB with its sequence engine, unless
+/// [`Provision::chunk_rows`] says otherwise: the rows come in order with no
+/// sort, and fewer, bigger transactions (fewer round trips and commits) were
+/// measured faster; an interruption loses at most one chunk.
+pub const SEQUENCE_ENGINE_CHUNK_ROWS: u32 = 1_000_000;
 
 /// Creates and fills the bucket table for one [`Config`].
 ///
@@ -28,7 +37,9 @@ pub const DEFAULT_CHUNK_ROWS: u32 = 50_000;
 #[derive(Clone, Debug)]
 pub struct Provision {
     config: Config,
-    chunk_rows: u32,
+    /// `None`: the server's default ([`DEFAULT_CHUNK_ROWS`] or
+    /// [`SEQUENCE_ENGINE_CHUNK_ROWS`]).
+    chunk_rows: Option<u32>,
 }
 
 /// What a provisioning run did.
@@ -84,18 +95,19 @@ impl Progress {
 
 impl Provision {
     /// Provision the table that `config` names, for its key scheme and bucket
-    /// space, inserting [`DEFAULT_CHUNK_ROWS`] rows per statement.
+    /// space, inserting [`DEFAULT_CHUNK_ROWS`] rows per statement
+    /// ([`SEQUENCE_ENGINE_CHUNK_ROWS`] on MariaDB with its sequence engine).
     pub fn new(config: Config) -> Self {
         Provision {
             config,
-            chunk_rows: DEFAULT_CHUNK_ROWS,
+            chunk_rows: None,
         }
     }
 
     /// Insert `rows` rows per statement (at least 1). Each statement commits
     /// on its own, so this is also how much an interruption can lose.
     pub fn chunk_rows(mut self, rows: u32) -> Self {
-        self.chunk_rows = rows;
+        self.chunk_rows = Some(rows);
         self
     }
 
@@ -133,7 +145,7 @@ impl Provision {
         db: &impl ConnectionTrait,
         mut on_progress: impl FnMut(&Progress),
     ) -> Result<Report> {
-        if self.chunk_rows == 0 {
+        if self.chunk_rows == Some(0) {
             return Err(Error::InvalidConfig(
                 "chunk_rows must be at least 1 row per statement".into(),
             ));
@@ -183,6 +195,10 @@ impl Provision {
         }
         let complete = self.claim_metadata(db, dialect).await?.complete;
         let generator = generator(db, dialect).await?;
+        let chunk_rows = self.chunk_rows.unwrap_or(match generator {
+            Generator::SequenceEngine => SEQUENCE_ENGINE_CHUNK_ROWS,
+            Generator::GenerateSeries | Generator::DigitCrossJoin => DEFAULT_CHUNK_ROWS,
+        });
 
         let space = config.bucket_space();
         let rows_total = 3 * u64::from(space);
@@ -208,7 +224,7 @@ impl Provision {
         for (level, start) in Level::ALL.into_iter().zip(starts) {
             let mut from = start;
             while from < space {
-                let to = from.saturating_add(self.chunk_rows).min(space);
+                let to = from.saturating_add(chunk_rows).min(space);
                 let stmt = sql::fill_chunk(generator, table, level, from, to);
                 let done = execute(db, stmt, || {
                     format!("inserting buckets {from}..{to} of level {level} into `{table}`")

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use hierlock::{Config, ErrorKind, PostgresLocks, SEED_BUCKET_SPACE};
-use hierlock_migration::{DEFAULT_CHUNK_ROWS, LockStore, Provision, error_chain};
+use hierlock_migration::{LockStore, Provision, error_chain};
 use indicatif::{HumanCount, HumanDuration, ProgressBar, ProgressStyle};
 
 /// hierlock's operator commands.
@@ -39,9 +39,10 @@ enum Command {
     Provision {
         #[command(flatten)]
         target: Target,
-        /// Rows per INSERT statement; each commits on its own.
-        #[arg(long, default_value_t = DEFAULT_CHUNK_ROWS)]
-        chunk_rows: u32,
+        /// Rows per INSERT statement; each commits on its own [default:
+        /// 1000000 on MariaDB with its sequence engine, 50000 elsewhere].
+        #[arg(long)]
+        chunk_rows: Option<u32>,
     },
     /// Check that the server is fit for locks (topology) and that the bucket
     /// table is complete and provisioned as configured. Exit code 1 if not.
@@ -229,13 +230,16 @@ fn report<T: serde::Serialize>(
     Ok(())
 }
 
-async fn provision(target: &Target, chunk_rows: u32) -> Result<(), String> {
+async fn provision(target: &Target, chunk_rows: Option<u32>) -> Result<(), String> {
     let config = target.config()?;
     let db = target.connect().await?;
     let progress = Progress::new()?;
     let started = Instant::now();
-    let result = Provision::new(config.clone())
-        .chunk_rows(chunk_rows)
+    let mut provision = Provision::new(config.clone());
+    if let Some(rows) = chunk_rows {
+        provision = provision.chunk_rows(rows);
+    }
+    let result = provision
         .run_with_progress(&db, |p| progress.update(p))
         .await;
     progress.finish();
