@@ -4,57 +4,69 @@
 #[cfg(not(any(feature = "mysql", feature = "postgres", feature = "sqlite")))]
 compile_error!(
     "hierlock needs a database: enable one or more of its features `mysql` (MySQL and MariaDB), \
-     `postgres` or `sqlite`, e.g. `hierlock = { version = \"0.1\", default-features = false, features = [\"postgres\"] }`"
+     `postgres` or `sqlite`, e.g. `hierlock = { version = \"0.1\", features = [\"postgres\"] }`"
 );
 
-#[doc(hidden)]
-#[path = "private.rs"]
-pub mod __private;
-mod acquire;
-mod cancel;
-mod classify;
-mod config;
-mod db_err;
-mod dialect;
-mod error;
-mod handle;
-mod id;
-mod key;
-mod level;
-mod plan;
-pub mod proof;
-mod protect;
-mod retry;
-pub mod schema;
-mod target;
-mod telemetry;
-mod topology;
+/// Compiles the crate only with a backend feature: without one, SeaORM has
+/// no driver and the code naming its driver types would bury the
+/// `compile_error!` above under errors of its own.
+macro_rules! with_a_backend {
+    ($($item:item)*) => {$(
+        #[cfg(any(feature = "mysql", feature = "postgres", feature = "sqlite"))]
+        $item
+    )*};
+}
 
-pub use acquire::{LockSet, Locker};
-pub use classify::conflict_kind;
-pub use config::{
-    Config, DEFAULT_TABLE, MAX_BUCKET_SPACE, MAX_TABLE_NAME_LEN, MAX_TIMEOUT, PostgresLocks,
-    TableName, Wait,
-};
-pub use dialect::Dialect;
-pub use error::{Error, ErrorKind, Result, TxnState};
-pub use handle::LockHandle;
-pub use id::LockId;
-pub use key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory_key};
-pub use level::Level;
-pub use plan::{Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock};
-pub use retry::{RetryPolicy, Retryable, retry};
-pub use target::{Access, Request, Target};
-pub use topology::Topology;
+with_a_backend! {
+    #[doc(hidden)]
+    #[path = "private.rs"]
+    pub mod __private;
+    mod acquire;
+    mod cancel;
+    mod classify;
+    mod config;
+    mod db_err;
+    mod dialect;
+    mod error;
+    mod handle;
+    mod id;
+    mod key;
+    mod level;
+    mod plan;
+    pub mod proof;
+    mod protect;
+    mod retry;
+    pub mod schema;
+    mod target;
+    mod telemetry;
+    mod topology;
 
-pub use __private::AsTransaction;
-pub use hierlock_macros::{hierlocked, protected};
-pub use proof::{HasLocker, Locked};
-pub use protect::{
-    INITIAL_VERSION, Protect, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert,
-    ProtectedInsertMany, ProtectedUpdate, ProtectedUpdateMany, ProtectedUpsert, VersionNumber,
-    Versioned, WriteFuture, WriteProof,
-};
+    pub use acquire::{LockSet, Locker};
+    pub use classify::conflict_kind;
+    pub use config::{
+        Config, DEFAULT_TABLE, MAX_BUCKET_SPACE, MAX_TABLE_NAME_LEN, MAX_TIMEOUT, PostgresLocks,
+        TableName, Wait,
+    };
+    pub use dialect::Dialect;
+    pub use error::{Error, ErrorKind, Result, TxnState};
+    pub use handle::LockHandle;
+    pub use id::LockId;
+    pub use key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory_key};
+    pub use level::Level;
+    pub use plan::{Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock};
+    pub use retry::{RetryPolicy, Retryable, retry};
+    pub use target::{Access, Request, Target};
+    pub use topology::Topology;
 
-/// Re-exported so that users and generated code name one SeaORM.
-pub use sea_orm;
+    pub use __private::AsTransaction;
+    pub use hierlock_macros::{hierlocked, protected};
+    pub use proof::{HasLocker, Locked};
+    pub use protect::{
+        INITIAL_VERSION, Protect, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert,
+        ProtectedInsertMany, ProtectedUpdate, ProtectedUpdateMany, ProtectedUpsert, VersionNumber,
+        Versioned, WriteFuture, WriteProof,
+    };
+
+    /// Re-exported so that users and generated code name one SeaORM.
+    pub use sea_orm;
+}
