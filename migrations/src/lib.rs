@@ -125,7 +125,8 @@ mod sql;
 
 pub use inspect::{LockStore, Status, Verification, status, verify};
 pub use locks::{
-    HOTTEST_KEYS, HotKey, LiveLock, LiveLocks, LockState, live_locks, target_from_path,
+    HOTTEST_KEYS, HotKey, InvalidNodePath, LiveLock, LiveLocks, LockState, live_locks,
+    target_from_path,
 };
 pub use migration::{CreateHierLockBuckets, Migrator};
 pub use provision::{DEFAULT_CHUNK_ROWS, Progress, Provision, Report, SEQUENCE_ENGINE_CHUNK_ROWS};

@@ -111,24 +111,34 @@ impl LiveLocks {
 /// `u1/a1/r1` (a resource). IDs containing `/` cannot be named this way.
 ///
 /// # Errors
-/// [`Error::InvalidConfig`] for an empty ID or more than three.
-pub fn target_from_path(path: &str) -> hierlock::Result<Target> {
+/// [`InvalidNodePath`] for an empty ID or more than three.
+pub fn target_from_path(path: &str) -> Result<Target, InvalidNodePath> {
     let ids: Vec<&str> = path.split('/').collect();
-    if ids.iter().any(|id| id.is_empty()) {
-        return Err(Error::InvalidConfig(format!(
-            "`{path}` has an empty id: name a node as user, user/account or user/account/resource"
-        )));
-    }
     match ids[..] {
+        _ if ids.iter().any(|id| id.is_empty()) => Err(InvalidNodePath(path.to_owned())),
         [user] => Ok(Target::user(user)),
         [user, account] => Ok(Target::account(user, account)),
         [user, account, resource] => Ok(Target::resource(user, account, resource)),
-        _ => Err(Error::InvalidConfig(format!(
-            "`{path}` has {} ids: name a node as user, user/account or user/account/resource",
-            ids.len()
-        ))),
+        _ => Err(InvalidNodePath(path.to_owned())),
     }
 }
+
+/// A string that [`target_from_path`] cannot read as a node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidNodePath(pub String);
+
+impl fmt::Display for InvalidNodePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` names no node: write user, user/account or user/account/resource \
+             (IDs joined with `/`, none empty)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for InvalidNodePath {}
 
 /// The hierlock locks held and awaited on the server behind `db`, for
 /// lockers configured with `config` (its table, or its advisory namespace on
@@ -565,12 +575,12 @@ impl fmt::Display for LiveLocks {
         match self.keyspace {
             Keyspace::Buckets { scheme, space } => writeln!(
                 f,
-                "locks:    {} ({}, {space} buckets per level)",
+                "locks:    {}: {}, {space} buckets per level",
                 self.store,
                 scheme.name()
             )?,
             Keyspace::Advisory { namespace } => {
-                writeln!(f, "locks:    {} (namespace {namespace:#06x})", self.store)?
+                writeln!(f, "locks:    {}, namespace {namespace:#06x}", self.store)?
             }
         }
         if let Some(caveat) = self.caveat {
