@@ -13,8 +13,9 @@
 #   hierlock, `Locker::connect` must refuse SQLite;
 # - with no backend feature, the build must fail with hierlock's one
 #   compile_error! and nothing else;
-# - the crate docs (what docs.rs shows) build with warnings denied, and
-#   `cargo package` ships what they link to.
+# - the crate docs (what docs.rs shows) build with no warning, and the three
+#   crates pack, hierlock with the README its crate docs include (the
+#   README's links to docs/ are repository URLs: docs/ is not packaged).
 #
 # CARGO_TARGET_DIR defaults to target/packaging (the builds' features differ
 # from the workspace's: a target dir of their own keeps both cached).
@@ -56,5 +57,24 @@ if ! grep -q 'hierlock needs a database: enable one or more of its features' <<<
 fi
 
 step "crate docs, warnings denied"
-RUSTDOCFLAGS="-D warnings" cargo "+$toolchain" doc --no-deps --all-features \
-    -p hierlock -p hierlock-macros -p hierlock-migration
+# rustdoc's warnings fail with -D; cargo's own (e.g. two targets writing one
+# doc page) are only printed, so they are looked for.
+if ! output=$(RUSTDOCFLAGS="-D warnings" cargo "+$toolchain" doc --no-deps --all-features \
+    -p hierlock -p hierlock-macros -p hierlock-migration 2>&1) ||
+    grep -q '^warning' <<<"$output"; then
+    echo "$output" >&2
+    echo "tests/packaging.sh: cargo doc failed or warned" >&2
+    exit 1
+fi
+
+step "cargo package: the crates pack together, each with its README"
+# --no-verify: verifying builds every crate again from its .crate; the
+# builds above already compiled the same sources.
+cargo "+$toolchain" package --no-verify --allow-dirty \
+    -p hierlock-macros -p hierlock -p hierlock-migration
+listed=$(cargo "+$toolchain" package --list --allow-dirty -p hierlock)
+if ! grep -qx 'README.md' <<<"$listed"; then
+    echo "tests/packaging.sh: hierlock's package lacks README.md (its crate docs)" >&2
+    exit 1
+fi
+step "ok"
