@@ -71,7 +71,8 @@ use proc_macro::TokenStream;
 /// `Result<_, E>` with `E: From<hierlock::Error>`.
 ///
 /// The full reference (expansion, composition, every compile error) is
-/// `docs/hierlocked.md` in the repository.
+/// [`docs/hierlocked.md`](https://github.com/hierlock/hierlock/blob/main/docs/hierlocked.md)
+/// in the repository.
 #[proc_macro_attribute]
 pub fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::hierlocked(args.into(), item.into()).into()
@@ -145,7 +146,8 @@ pub fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   partial models, loaders.
 ///
 /// Arguments: `level`, `user`, `account`, `resource`, `crate = <path>`. See
-/// `docs/hierlocked.md` for what the guarantee covers and what it does not.
+/// [`docs/hierlocked.md`](https://github.com/hierlock/hierlock/blob/main/docs/hierlocked.md)
+/// for what the guarantee covers and what it does not.
 #[proc_macro_attribute]
 pub fn protected(args: TokenStream, item: TokenStream) -> TokenStream {
     protected::protected(args.into(), item.into()).into()
