@@ -42,14 +42,19 @@ impl Counted {
     }
 }
 
-/// What the counting measures on this server, for the report's header.
-pub fn what_is_counted(bench: &Bench) -> &'static str {
+/// Print what the counting measures on this server, `about` the
+/// transactions counted; the counts' lines follow where there are any.
+pub fn print_header(bench: &Bench, about: &str) {
     if bench.dialect.is_mysql_family() {
-        "statements per transaction from the server's SHOW SESSION STATUS deltas on one \
-         connection (Questions = every statement sent, BEGIN and COMMIT included)"
+        println!(
+            "  statements per transaction ({about}), from the server's SHOW SESSION STATUS \
+             deltas on one connection (Questions = every statement sent, BEGIN and COMMIT included):"
+        );
     } else {
-        "statements not counted: PostgreSQL has no per-session statement counter \
-         (pg_stat_statements needs shared_preload_libraries and counts all sessions)"
+        println!(
+            "  statements not counted: PostgreSQL has no per-session statement counter \
+             (pg_stat_statements needs shared_preload_libraries and counts all sessions)"
+        );
     }
 }
 

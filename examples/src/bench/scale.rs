@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use hierlock::{Locker, Request, Target};
-use hierlock_migration::Provision;
+use hierlock_migration::{Provision, error_chain};
 use sea_orm::TransactionTrait;
 
 use super::stats::{Table, order};
@@ -56,7 +56,7 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
                 Ok(seconds) => seconds * 1e6,
                 Err(err) => {
                     if rep == 0 {
-                        failures.push(format!("N = {}: {}", SIZES[i], err));
+                        failures.push(format!("N = {}: {}", SIZES[i], error_chain(&*err)));
                     }
                     f64::NAN
                 }
@@ -71,10 +71,7 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
     for failure in failures {
         println!("  {failure}");
     }
-    println!(
-        "  {} (BEGIN and ROLLBACK included):",
-        counters::what_is_counted(bench)
-    );
+    counters::print_header(bench, "one call; ROLLBACK instead of COMMIT");
     for n in SIZES {
         let requests = requests(n);
         let counted = counters::per_txn(bench, 2, async |db, _| {
@@ -87,7 +84,7 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
         match counted {
             Ok(Some(counted)) => println!("    N = {n:<6} {}", counted.describe()),
             Ok(None) => {}
-            Err(err) => println!("    N = {n:<6} failed: {err}"),
+            Err(err) => println!("    N = {n:<6} failed: {}", error_chain(&*err)),
         }
     }
     Ok(())

@@ -102,10 +102,14 @@ impl Table {
                 println!("{line}  (baseline)");
             } else {
                 let ratio = Spread::of(&self.ratios(variant));
-                println!(
-                    "{line}  {:.2}× [{:.2}–{:.2}]",
-                    ratio.median, ratio.min, ratio.max
-                );
+                if ratio.median.is_nan() {
+                    println!("{line}");
+                } else {
+                    println!(
+                        "{line}  {:.2}× [{:.2}–{:.2}]",
+                        ratio.median, ratio.min, ratio.max
+                    );
+                }
             }
         }
     }

@@ -75,7 +75,7 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
         }
         table.print("txn/s");
     }
-    println!("  {}:", counters::what_is_counted(bench));
+    counters::print_header(bench, "one row");
     for variant in VARIANTS {
         let counted = counters::per_txn(bench, 200, async |db, i| {
             transaction(bench, &locker, db, variant, i as i64 % ROWS_PER_CLIENT).await
