@@ -12,6 +12,7 @@ mod faults;
 mod handle;
 mod matrix;
 mod protected;
+mod scale;
 mod scenarios;
 mod sql;
 mod support;
@@ -74,6 +75,8 @@ macro_rules! exact_tests {
         common_tests!($backend => $variant;
             scenarios::scenario_6_unordered_separate_calls_can_deadlock,
             sql::locks_are_taken_in_key_order_whatever_the_input_order,
+            scale::the_largest_acquisition_locks_exactly_its_planned_rows,
+            deadlock::large_mixed_plans_never_deadlock,
             cancel::a_dropped_acquisition_ends_its_server_side_wait,
             cancel::a_timeout_is_one_deadline_for_the_whole_acquisition,
             cancel::timeouts_have_millisecond_precision,
@@ -91,6 +94,7 @@ macro_rules! exact_tests {
 }
 
 exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
+    scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
     errors::missing_bucket_row_is_not_provisioned,
@@ -98,6 +102,7 @@ exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
     errors::partial_lock_set_after_a_mysql_failure_stays_held,
     errors::dropped_table_is_not_provisioned);
 exact_tests!(mysql => hierlock_tests::Backend::MySql;
+    scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
     errors::missing_bucket_row_is_not_provisioned,
@@ -108,6 +113,7 @@ exact_tests!(postgres => hierlock_tests::Backend::Postgres;
     errors::postgres_failure_leaves_the_transaction_usable,
     errors::other_server_errors_are_database_errors);
 exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
+    scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
     errors::missing_bucket_row_is_not_provisioned,

@@ -1,0 +1,224 @@
+//! Large plans: the largest acquisition locks exactly its planned rows, in
+//! their modes, as the server's own lock state shows; and in key order.
+
+use std::collections::BTreeSet;
+
+use hierlock::{Dialect, LockMode, LockPlan, MAX_LOCKS_PER_CALL, Request, Target, Wait};
+use hierlock_tests::{Backend, Fixture, bounded};
+use sea_orm::{
+    ConnectionTrait, DatabaseTransaction, DbBackend, IsolationLevel, Statement, TransactionTrait,
+};
+
+use crate::support::take;
+
+/// (level, bucket or advisory key).
+type Key = (i64, i64);
+
+/// `MAX_LOCKS_PER_CALL` locks in one call (3,000 advisory keys on PostgreSQL,
+/// whose shared lock table holds about 6,400 for the whole server) on a
+/// 120,000-row table, then a plan just past the point-lookup size on a
+/// 600-row table where a scan is cheap (bucket tables), under REPEATABLE READ and READ
+/// COMMITTED: the rows locked, and the rows locked exclusively, are exactly
+/// the plan's, read from the server (`SKIP LOCKED` probes on the bucket
+/// table, `pg_locks` for advisory keys).
+pub async fn the_largest_acquisition_locks_exactly_its_planned_rows(backend: Backend) {
+    let resources = if backend == Backend::Postgres {
+        3_000
+    } else {
+        MAX_LOCKS_PER_CALL - 2
+    };
+    let fx = Fixture::new(backend, "scale", 40_000).await;
+    check_exact(&fx, 40_000, resources, IsolationLevel::RepeatableRead).await;
+    if backend == Backend::Postgres {
+        return;
+    }
+    let small = Fixture::new(backend, "scale_small", 200).await;
+    for isolation in [
+        IsolationLevel::RepeatableRead,
+        IsolationLevel::ReadCommitted,
+    ] {
+        check_exact(&small, 200, 150, isolation).await;
+    }
+}
+
+async fn check_exact(fx: &Fixture, space: i64, resources: usize, isolation: IsolationLevel) {
+    let requests: Vec<Request> = (0..resources)
+        .map(|i| Target::resource("u", "a", i).write())
+        .collect();
+    let plan = fx.locker.plan(&requests).expect("plan");
+    if fx.locker.dialect().is_mysql_family() {
+        assert!(
+            plan.locks().len() > fx.locker.dialect().max_rows_per_statement(),
+            "past one statement of point lookups"
+        );
+    }
+    let holder = fx
+        .db
+        .begin_with_config(Some(isolation), None)
+        .await
+        .expect("begin");
+    let statements = bounded("the acquisition", take(fx, &holder, &requests, Wait::Block))
+        .await
+        .expect("granted");
+    let expected = match fx.backend {
+        // A resource plan is two runs of equal modes: one statement on the
+        // MySQL family, one per run on PostgreSQL's bucket table.
+        Backend::MariaDb | Backend::MySql => 1,
+        Backend::PostgresBuckets => 2,
+        _ => plan
+            .locks()
+            .len()
+            .div_ceil(fx.locker.dialect().max_rows_per_statement()),
+    };
+    assert_eq!(statements, expected, "statements");
+    let (locked, exclusive) = if fx.backend == Backend::Postgres {
+        advisory_locks_of(fx, &holder, &plan).await
+    } else {
+        bucket_rows_locked(fx, space).await
+    };
+    assert_eq!(locked, keys(&plan, None), "{isolation:?}: rows locked");
+    assert_eq!(
+        exclusive,
+        keys(&plan, Some(LockMode::Exclusive)),
+        "{isolation:?}: rows locked exclusively"
+    );
+    holder.rollback().await.expect("rollback");
+}
+
+/// While one resource in the middle of a large plan is held elsewhere, an
+/// acquisition of the plan waits for it holding exactly the rows before it:
+/// every row is taken in key order.
+pub async fn a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken(backend: Backend) {
+    let fx = Fixture::new(backend, "scale_order", 2_000).await;
+    let requests: Vec<Request> = (0..600)
+        .map(|i| Target::resource("u", "a", i).write())
+        .collect();
+    let plan = fx.locker.plan(&requests).expect("plan");
+    let middle = plan.locks()[plan.locks().len() / 2].key;
+    let blocker = requests
+        .iter()
+        .find(|r| {
+            fx.locker
+                .plan([*r])
+                .expect("plan")
+                .locks()
+                .last()
+                .is_some_and(|l| l.key == middle)
+        })
+        .expect("a resource in the middle")
+        .clone();
+    let holder = fx.begin().await;
+    take(&fx, &holder, &[blocker], Wait::Block)
+        .await
+        .expect("uncontended");
+    let waiter = fx.begin().await;
+    let id = fx.connection_id(&waiter).await;
+    let locker = fx.locker.clone();
+    let task = tokio::spawn(async move {
+        let outcome = locker.acquire(&waiter, requests).await.map(drop);
+        (outcome, waiter)
+    });
+    fx.wait_until_blocked(id).await;
+    let before: BTreeSet<Key> = plan
+        .locks()
+        .iter()
+        .filter(|l| l.key <= middle)
+        .map(|l| (i64::from(l.key.level.as_u8()), l.key.slot))
+        .collect();
+    let (locked, _) = bucket_rows_locked(&fx, 2_000).await;
+    assert_eq!(locked, before, "the rows up to the one held elsewhere");
+    holder.rollback().await.expect("rollback");
+    let (outcome, waiter) = bounded("the waiter", task).await.expect("task");
+    outcome.expect("granted once released");
+    waiter.rollback().await.expect("rollback");
+}
+
+/// The plan's keys (of one mode, or all).
+fn keys(plan: &LockPlan, mode: Option<LockMode>) -> BTreeSet<Key> {
+    plan.locks()
+        .iter()
+        .filter(|l| mode.is_none_or(|m| l.mode == m))
+        .map(|l| (i64::from(l.key.level.as_u8()), l.key.slot))
+        .collect()
+}
+
+/// The bucket rows locked by anyone, and those locked exclusively: every row
+/// minus what a probe can lock with `SKIP LOCKED`, exclusively then shared.
+async fn bucket_rows_locked(fx: &Fixture, space: i64) -> (BTreeSet<Key>, BTreeSet<Key>) {
+    let table = fx.config.table().to_string();
+    let shared = if fx.locker.dialect() == Dialect::MariaDb {
+        "LOCK IN SHARE MODE"
+    } else {
+        "FOR SHARE"
+    };
+    let backend = fx.db.get_database_backend();
+    let mut taken = Vec::new();
+    for clause in ["FOR UPDATE", shared] {
+        let probe = fx.begin().await;
+        let sql = format!(
+            "SELECT CAST(level AS {int}) AS level, CAST(bucket AS {int}) AS bucket FROM {table} \
+             {clause} SKIP LOCKED",
+            int = if backend == DbBackend::Postgres {
+                "int8"
+            } else {
+                "SIGNED"
+            },
+        );
+        let rows = probe
+            .query_all_raw(Statement::from_string(backend, sql))
+            .await
+            .expect("probe");
+        let free: BTreeSet<Key> = rows
+            .iter()
+            .map(|row| {
+                (
+                    row.try_get("", "level").expect("level"),
+                    row.try_get("", "bucket").expect("bucket"),
+                )
+            })
+            .collect();
+        probe.rollback().await.expect("rollback");
+        let all = (0..3).flat_map(|level| (0..space).map(move |bucket| (level, bucket)));
+        taken.push(all.filter(|key| !free.contains(key)).collect());
+    }
+    let exclusive = taken.pop().expect("shared probe");
+    (taken.pop().expect("exclusive probe"), exclusive)
+}
+
+/// PostgreSQL advisory keys held by `txn`'s connection, and those held
+/// exclusively, from `pg_locks` (a bigint key is classid:objid there),
+/// each with the level of the plan's key it is (-1: not a planned key).
+async fn advisory_locks_of(
+    fx: &Fixture,
+    txn: &DatabaseTransaction,
+    plan: &LockPlan,
+) -> (BTreeSet<Key>, BTreeSet<Key>) {
+    let pid = fx.connection_id(txn).await;
+    let sql = "SELECT ((classid::int8 << 32) | objid::int8) AS key, mode FROM pg_locks \
+               WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND pid = $1";
+    let rows = fx
+        .db
+        .query_all_raw(Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            sql,
+            [pid.into()],
+        ))
+        .await
+        .expect("pg_locks");
+    let level_of: std::collections::HashMap<i64, i64> = plan
+        .locks()
+        .iter()
+        .map(|l| (l.key.slot, i64::from(l.key.level.as_u8())))
+        .collect();
+    let (mut all, mut exclusive) = (BTreeSet::new(), BTreeSet::new());
+    for row in rows {
+        let slot: i64 = row.try_get("", "key").expect("key");
+        let mode: String = row.try_get("", "mode").expect("mode");
+        let key = (level_of.get(&slot).copied().unwrap_or(-1), slot);
+        all.insert(key);
+        if mode == "ExclusiveLock" {
+            exclusive.insert(key);
+        }
+    }
+    (all, exclusive)
+}
