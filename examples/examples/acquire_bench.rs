@@ -16,6 +16,17 @@
 //! - `hierlock x10`: ten resources of one account in one call.
 //!
 //! Ratios are against `floor`. Figures vary with the machine; compare ratios.
+//!
+//! With `--scale`, it measures instead how the cost per lock grows with the
+//! plan: one call write-locking N resources of one account (N + 2 locks), for
+//! each N of `--sizes`, rounds interleaved, each N's median and min–max per
+//! lock, and its ratio to the smallest N. `--postgres-locks bucket-table`
+//! measures PostgreSQL's bucket table instead of its advisory locks:
+//!
+//! ```sh
+//! DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo run --release -p hierlock-examples \
+//!     --example acquire_bench -- --scale --postgres-locks bucket-table
+//! ```
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +50,18 @@ struct Args {
     /// Transactions per measurement.
     #[arg(long, default_value_t = 2000)]
     iterations: u32,
+    /// Measure the cost per lock of one large call instead (see above).
+    #[arg(long)]
+    scale: bool,
+    /// With `--scale`: the numbers of resources locked in one call.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000,10000,30000")]
+    sizes: Vec<usize>,
+    /// With `--scale`: interleaved rounds over all sizes.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// On PostgreSQL: `advisory` (the default) or `bucket-table`.
+    #[arg(long, default_value = "advisory")]
+    postgres_locks: String,
 }
 
 /// What one measured transaction does between `BEGIN` and `COMMIT`.
@@ -143,6 +166,9 @@ type BoxError = Box<dyn std::error::Error>;
 async fn main() -> Result<(), BoxError> {
     let args = Args::parse();
     let db = Database::connect(&args.database_url).await?;
+    if args.scale {
+        return scale(&db, &args).await;
+    }
     let config = Config::default()
         .with_table("bench_lock_buckets")?
         .with_bucket_space(BUCKETS)?;
@@ -198,4 +224,78 @@ async fn measure(
         }
     }
     Ok(timed / n)
+}
+
+/// The most locks the `--scale` plans need: the largest N plus user and account.
+const SCALE_BUCKETS: u32 = 100_000;
+
+/// `--scale`: the cost per lock of one call write-locking N resources of one
+/// account, for each N of `args.sizes`, on a table of its own.
+async fn scale(db: &DatabaseConnection, args: &Args) -> Result<(), BoxError> {
+    let mut config = Config::default()
+        .with_table("scale_lock_buckets")?
+        .with_bucket_space(SCALE_BUCKETS)?;
+    if args.postgres_locks == "bucket-table" {
+        config = config.with_postgres_locks(PostgresLocks::BucketTable);
+    }
+    Provision::new(config.clone()).run(db).await?;
+    let locker = Locker::connect(db, config).await?;
+    let locks = match locker.dialect() {
+        Dialect::Postgres => format!(" ({} locks)", args.postgres_locks),
+        _ => String::new(),
+    };
+    println!(
+        "{:?}{locks} at {}: one call locking N resources, {} rounds",
+        locker.dialect(),
+        args.database_url,
+        args.rounds
+    );
+    // Per size: (locks per call, seconds per lock of each round).
+    let mut per_lock: Vec<(usize, Vec<f64>)> = Vec::new();
+    for &n in &args.sizes {
+        let requests: Vec<_> = (0..n)
+            .map(|r| Target::resource("u", "a", r).write())
+            .collect();
+        per_lock.push((locker.plan(&requests)?.locks().len(), Vec::new()));
+    }
+    for round in 0..=args.rounds {
+        for (i, &n) in args.sizes.iter().enumerate() {
+            // About 30,000 locks per measurement, whatever N.
+            let calls = (30_000 / n).max(1);
+            let requests: Vec<_> = (0..n)
+                .map(|r| Target::resource("u", "a", r).write())
+                .collect();
+            let start = Instant::now();
+            for _ in 0..calls {
+                let txn = db.begin().await?;
+                locker.acquire(&txn, requests.iter().cloned()).await?;
+                txn.rollback().await?;
+            }
+            let (locks, samples) = &mut per_lock[i];
+            // Round 0 warms up.
+            if round > 0 {
+                samples.push(start.elapsed().as_secs_f64() / (calls * *locks) as f64);
+            }
+        }
+    }
+    let base = per_lock.first().map(|(_, s)| median(s)).unwrap_or(1.0);
+    for (n, (locks, samples)) in args.sizes.iter().zip(&per_lock) {
+        let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = samples.iter().copied().fold(0.0, f64::max);
+        println!(
+            "  N = {n:>6} ({locks:>6} locks): {:>7.2} µs/lock (min {:.2}, max {:.2})  {:>5.2}x N = {}",
+            median(samples) * 1e6,
+            min * 1e6,
+            max * 1e6,
+            median(samples) / base,
+            args.sizes[0]
+        );
+    }
+    Ok(())
+}
+
+fn median(samples: &[f64]) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
 }

@@ -315,8 +315,8 @@ impl Locker {
     /// Whether acquisitions that may wait first try without waiting, so that
     /// an uncontended acquisition is one round trip and the connection id
     /// that cancellation needs is read only when the plan must wait: on the
-    /// MySQL family (one statement takes a whole plan of up to
-    /// [`max_rows_per_statement`](Dialect::max_rows_per_statement) rows) and
+    /// MySQL family (one statement takes a whole plan, up to 100 runs of
+    /// equal modes: see [`Dialect::split_bucket_plan`]) and
     /// with PostgreSQL's advisory locks (try-locks never abort the
     /// transaction; a failed `NOWAIT` on the bucket table would).
     fn probes_first(&self) -> bool {
@@ -377,20 +377,15 @@ impl Locker {
         take_advisory(run, plan).await
     }
 
-    /// One statement per [`max_rows_per_statement`](Dialect::max_rows_per_statement)
-    /// rows in key order: mixed modes on the MySQL family, one run of equal
-    /// modes at a time on PostgreSQL.
+    /// The plan's statements (see [`Dialect::split_bucket_plan`]), in key
+    /// order: mixed modes in one statement on the MySQL family, one run of
+    /// equal modes at a time on PostgreSQL.
     async fn take_bucket_rows(
         &self,
         run: &mut Run<'_, impl ConnectionTrait>,
         plan: &LockPlan,
     ) -> Result<()> {
-        let chunk = run.dialect.max_rows_per_statement();
-        let statements: Vec<&[PlannedLock]> = if run.dialect.is_mysql_family() {
-            plan.locks().chunks(chunk).collect()
-        } else {
-            plan.runs().flat_map(|locks| locks.chunks(chunk)).collect()
-        };
+        let statements = run.dialect.split_bucket_plan(plan.locks());
         for (i, locks) in statements.into_iter().enumerate() {
             let partial = run.holds_prefix || i > 0;
             let wait = run.statement_wait(partial)?;
@@ -415,7 +410,7 @@ impl Locker {
         if rows.len() == locks.len() {
             return Ok(());
         }
-        let found: Vec<(i64, i64)> = rows
+        let found: std::collections::HashSet<(i64, i64)> = rows
             .iter()
             .filter_map(|row| {
                 Some((

@@ -13,6 +13,11 @@ use crate::config::{TableName, Wait};
 use crate::error::{Error, Result};
 use crate::plan::{LockMode, PlannedLock};
 
+/// The most runs of equal modes one MySQL-family statement of a large plan
+/// locks (one `UNION ALL` branch each; a `UNION` costs more per member past
+/// about a hundred).
+const MAX_RUNS_PER_STATEMENT: usize = 100;
+
 /// The database server a [`Locker`](crate::Locker) talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -73,18 +78,54 @@ impl Dialect {
         matches!(self, Dialect::MySql | Dialect::MariaDb)
     }
 
-    /// The most rows (or advisory keys) one lock statement names; longer runs
-    /// are split into consecutive statements, in plan order.
+    /// The most rows (or advisory keys) one lock statement names one by one:
+    /// a MySQL-family plan up to this size is one `UNION ALL` of point
+    /// lookups; PostgreSQL's advisory plans are split into statements of this
+    /// many keys. Larger bucket plans send each run of equal modes as one
+    /// list (see [`split_bucket_plan`](Dialect::split_bucket_plan)).
     ///
-    /// Measured: MySQL's cost per row of a `UNION ALL` stays flat up to about
-    /// a hundred members and then grows (7 ms per row at 26,000); PostgreSQL
-    /// refuses more than 1,664 select-list entries (advisory locks) and runs
-    /// out of parser stack on a 26,000-row `IN` list.
+    /// Measured: MySQL's cost per member of a `UNION ALL` grows past about a
+    /// hundred members (7 ms per member at 26,000); PostgreSQL refuses more
+    /// than 1,664 select-list entries (advisory locks).
     pub fn max_rows_per_statement(self) -> usize {
         match self {
             Dialect::MySql | Dialect::MariaDb => 100,
             _ => 1_000,
         }
+    }
+
+    /// A bucket plan's statements, in plan order: the slice of the plan each
+    /// one locks.
+    ///
+    /// - MySQL family: a plan of up to
+    ///   [`max_rows_per_statement`](Dialect::max_rows_per_statement) rows is
+    ///   one statement of point lookups (the common, small case: one round
+    ///   trip). A larger plan sends each run of equal modes as one list, up
+    ///   to [`MAX_RUNS_PER_STATEMENT`] runs per statement: a 30,000-row
+    ///   resource plan is one statement, and the cost per row stays flat.
+    /// - PostgreSQL: one statement per run (it refuses lock clauses inside a
+    ///   `UNION`), its keys passed as two arrays, whatever its length.
+    pub(crate) fn split_bucket_plan(self, locks: &[PlannedLock]) -> Vec<&[PlannedLock]> {
+        let runs = locks.chunk_by(|a, b| a.mode == b.mode);
+        if !self.is_mysql_family() {
+            return runs.collect();
+        }
+        if locks.len() <= self.max_rows_per_statement() {
+            return vec![locks];
+        }
+        let mut statements = Vec::new();
+        let mut start = 0;
+        let mut runs = runs.peekable();
+        while runs.peek().is_some() {
+            let len: usize = runs
+                .by_ref()
+                .take(MAX_RUNS_PER_STATEMENT)
+                .map(<[_]>::len)
+                .sum();
+            statements.push(&locks[start..start + len]);
+            start += len;
+        }
+        statements
     }
 
     /// `name`, quoted as an identifier (names are validated, never escaped).
@@ -96,67 +137,129 @@ impl Dialect {
         }
     }
 
-    /// One statement locking every row of `run` in key order: rows of
-    /// both modes on the MySQL family, rows of one mode on PostgreSQL.
-    ///
-    /// MySQL family: a `UNION ALL` of point lookups, each with its own lock
-    /// clause, in plan order. Each member is an equality on the full primary
-    /// key, so InnoDB takes record locks only (no gap locks, even under
-    /// REPEATABLE READ) on exactly that row. A single `WHERE (level, bucket)
-    /// IN (…)` was measured locking *every* row of a small table on MySQL 9
-    /// (the optimizer prefers a full scan of the clustered index, which
-    /// `FORCE INDEX` still allows) and on MariaDB as a prepared statement.
-    ///
-    /// PostgreSQL locks only the rows a query returns, and rejects lock
-    /// clauses inside a `UNION`: one `IN` list, locked in `ORDER BY` order.
+    /// One statement locking every row of `part` (one element of
+    /// [`split_bucket_plan`](Dialect::split_bucket_plan)) in key order, and
+    /// returning each row it locked as `locked_level`, `locked_bucket`.
     pub(crate) fn bucket_lock_statement(
         self,
         table: &TableName,
-        run: &[PlannedLock],
+        part: &[PlannedLock],
         wait: Wait,
     ) -> Statement {
         let table = self.quote(table.as_str());
-        let mut values = Vec::with_capacity(run.len() * 2);
-        for lock in run {
+        if self == Dialect::Postgres {
+            self.postgres_run_statement(&table, part, wait)
+        } else if part.len() <= self.max_rows_per_statement() {
+            self.point_lookups_statement(&table, part, wait)
+        } else {
+            self.run_lists_statement(&table, part, wait)
+        }
+    }
+
+    /// MySQL family, small plans: a `UNION ALL` of point lookups, each with
+    /// its own lock clause, in plan order. Each member is an equality on the
+    /// full primary key, so InnoDB takes record locks only (no gap locks,
+    /// even under REPEATABLE READ) on exactly that row. A single `WHERE
+    /// (level, bucket) IN (…)` was measured locking *every* row of a small
+    /// table on MySQL 9 (the optimizer prefers a full scan of the clustered
+    /// index, which `FORCE INDEX` still allows) and on MariaDB as a prepared
+    /// statement.
+    fn point_lookups_statement(self, table: &str, part: &[PlannedLock], wait: Wait) -> Statement {
+        let mut values = Vec::with_capacity(part.len() * 2);
+        for lock in part {
             values.push(Value::from(i32::from(lock.key.level.as_u8())));
             values.push(Value::from(lock.key.slot));
         }
-        let mut sql = String::with_capacity(32 + run.len() * (table.len() + 110));
-        if self == Dialect::Postgres {
-            sql.push_str("SELECT level::int8 AS locked_level, bucket::int8 AS locked_bucket FROM ");
-            sql.push_str(&table);
-            sql.push_str(" WHERE (level, bucket) IN (");
-            for i in 0..run.len() {
-                let sep = if i > 0 { ", " } else { "" };
-                write!(sql, "{sep}(${}, ${})", 2 * i + 1, 2 * i + 2).ok();
-            }
-            // One mode per statement: PostgreSQL refuses lock clauses
-            // inside a `UNION`.
-            let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
-            let lock = format!("{}{}", self.lock_clause(mode), self.wait_clause(wait));
-            write!(sql, ") ORDER BY level, bucket {lock}").ok();
+        // Each branch has its own lock clause, so one statement takes
+        // shared and exclusive rows alike, in branch order. Both servers
+        // need the parentheses; one clause at the end would be refused by
+        // MariaDB (1221) and lock only the last branch on MySQL.
+        let wait = self.wait_clause(wait);
+        let member = |mode: LockMode| {
+            format!(
+                "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
+                 FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
+                self.lock_clause(mode)
+            )
+        };
+        let mut sql = String::with_capacity(32 + part.len() * (table.len() + 110));
+        if let [only] = part {
+            sql.push_str(&member(only.mode));
         } else {
-            // Each branch has its own lock clause, so one statement takes
-            // shared and exclusive rows alike, in branch order. Both servers
-            // need the parentheses; one clause at the end would be refused by
-            // MariaDB (1221) and lock only the last branch on MySQL.
-            let wait = self.wait_clause(wait);
-            let member = |mode: LockMode| {
-                format!(
-                    "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
-                     FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
-                    self.lock_clause(mode)
-                )
-            };
-            if let [only] = run {
-                sql.push_str(&member(only.mode));
-            } else {
-                for (i, lock) in run.iter().enumerate() {
-                    let sep = if i > 0 { " UNION ALL " } else { "" };
-                    write!(sql, "{sep}({})", member(lock.mode)).ok();
-                }
+            for (i, lock) in part.iter().enumerate() {
+                let sep = if i > 0 { " UNION ALL " } else { "" };
+                write!(sql, "{sep}({})", member(lock.mode)).ok();
             }
         }
+        Statement::from_sql_and_values(self.backend(), sql, values)
+    }
+
+    /// MySQL family, large plans: each run of equal modes is one `UNION ALL`
+    /// branch that joins its keys, one JSON array parameter read by
+    /// `JSON_TABLE` (MySQL 8.0.4+, MariaDB 10.6+), to the bucket table.
+    /// `STRAIGHT_JOIN` reads the keys first, in array (= plan) order, and
+    /// `FORCE INDEX (PRIMARY)` looks each one up by the full primary key, so
+    /// the rows are locked one by one in plan order, record locks only, as
+    /// with point lookups; the statement's text and cost no longer grow with
+    /// the number of rows. MySQL needs `OF` (its lock clauses would otherwise
+    /// also name the key list); MariaDB has no `OF` and needs none.
+    fn run_lists_statement(self, table: &str, part: &[PlannedLock], wait: Wait) -> Statement {
+        let wait = self.wait_clause(wait);
+        let runs: Vec<&[PlannedLock]> = part.chunk_by(|a, b| a.mode == b.mode).collect();
+        let mut sql = String::with_capacity(runs.len() * (table.len() + 400));
+        let mut values = Vec::with_capacity(runs.len());
+        for (i, run) in runs.iter().enumerate() {
+            let mode = run[0].mode;
+            let of = if self == Dialect::MySql {
+                format!(" OF b{i}")
+            } else {
+                String::new()
+            };
+            let sep = if i > 0 { " UNION ALL " } else { "" };
+            write!(
+                sql,
+                "{sep}(SELECT CAST(b{i}.level AS SIGNED) AS locked_level, \
+                 CAST(b{i}.bucket AS SIGNED) AS locked_bucket \
+                 FROM JSON_TABLE(?, '$[*]' COLUMNS (level INT PATH '$[0]', bucket INT PATH '$[1]')) AS k{i} \
+                 STRAIGHT_JOIN {table} AS b{i} FORCE INDEX (PRIMARY) \
+                 ON b{i}.level = k{i}.level AND b{i}.bucket = k{i}.bucket {}{of}{wait})",
+                self.lock_clause(mode)
+            )
+            .ok();
+            values.push(Value::from(json_keys(run)));
+        }
+        Statement::from_sql_and_values(self.backend(), sql, values)
+    }
+
+    /// PostgreSQL: one run of equal modes, its keys as two array parameters
+    /// (whatever the run's length: no parameter limit, no select-list limit,
+    /// one statement text). PostgreSQL locks only the rows a query returns,
+    /// in `ORDER BY` order (the lock is taken above the sort), and rejects
+    /// lock clauses inside a `UNION`.
+    fn postgres_run_statement(self, table: &str, run: &[PlannedLock], wait: Wait) -> Statement {
+        let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
+        let sql = format!(
+            "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket \
+             FROM unnest($1::int2[], $2::int4[]) AS k(level, bucket) \
+             JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
+             ORDER BY b.level, b.bucket {} OF b{}",
+            self.lock_clause(mode),
+            self.wait_clause(wait)
+        );
+        let array = |field: fn(&PlannedLock) -> i64| {
+            let mut text = String::with_capacity(2 + run.len() * 8);
+            text.push('{');
+            for (i, lock) in run.iter().enumerate() {
+                let sep = if i > 0 { "," } else { "" };
+                write!(text, "{sep}{}", field(lock)).ok();
+            }
+            text.push('}');
+            Value::from(text)
+        };
+        let values = [
+            array(|lock| i64::from(lock.key.level.as_u8())),
+            array(|lock| lock.key.slot),
+        ];
         Statement::from_sql_and_values(self.backend(), sql, values)
     }
 
@@ -268,6 +371,18 @@ pub(crate) async fn server_version(db: &impl ConnectionTrait) -> Result<Option<S
         .map_err(|e| Error::database("reading the server version", e))
 }
 
+/// `[[level,bucket],…]`: a run's keys for `JSON_TABLE`, in plan order.
+fn json_keys(run: &[PlannedLock]) -> String {
+    let mut json = String::with_capacity(2 + run.len() * 12);
+    json.push('[');
+    for (i, lock) in run.iter().enumerate() {
+        let sep = if i > 0 { "," } else { "" };
+        write!(json, "{sep}[{},{}]", lock.key.level.as_u8(), lock.key.slot).ok();
+    }
+    json.push(']');
+    json
+}
+
 /// MySQL-family lock timeouts are whole seconds: round up, never down to zero.
 fn whole_seconds(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
@@ -335,7 +450,7 @@ mod tests {
         assert!(sql(Dialect::MariaDb, 0, Wait::Block).contains("LOCK IN SHARE MODE"));
         assert!(!sql(Dialect::MariaDb, 0, Wait::Block).contains("FOR SHARE"));
         assert!(sql(Dialect::MySql, 0, Wait::Block).contains("FOR SHARE)"));
-        assert!(sql(Dialect::Postgres, 0, Wait::Block).ends_with("FOR SHARE"));
+        assert!(sql(Dialect::Postgres, 0, Wait::Block).ends_with("FOR SHARE OF b"));
         assert!(sql(Dialect::MySql, 1, Wait::NoWait).ends_with("FOR UPDATE NOWAIT"));
     }
 
@@ -355,8 +470,84 @@ mod tests {
         );
         assert_eq!(
             sql(Dialect::Postgres, 0, Wait::Block),
-            "SELECT level::int8 AS locked_level, bucket::int8 AS locked_bucket FROM \"hier_lock_buckets\" \
-             WHERE (level, bucket) IN (($1, $2), ($3, $4)) ORDER BY level, bucket FOR SHARE"
+            "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket \
+             FROM unnest($1::int2[], $2::int4[]) AS k(level, bucket) \
+             JOIN \"hier_lock_buckets\" AS b ON b.level = k.level AND b.bucket = k.bucket \
+             ORDER BY b.level, b.bucket FOR SHARE OF b"
+        );
+    }
+
+    fn many_resources(n: usize, read_every: usize) -> LockPlan {
+        let keyspace = Keyspace::Buckets {
+            scheme: KeyScheme::SeedFnv1a32,
+            space: 10_000_000,
+        };
+        let requests: Vec<_> = (0..n)
+            .map(|i| {
+                let target = Target::resource("u", "a", i);
+                if read_every > 0 && i % read_every == 0 {
+                    target.read()
+                } else {
+                    target.write()
+                }
+            })
+            .collect();
+        LockPlan::new(&requests, keyspace).unwrap()
+    }
+
+    #[test]
+    fn a_large_plan_sends_each_run_as_one_key_list_in_plan_order() {
+        // 30,000 resource writes: two runs, one MySQL-family statement, one
+        // PostgreSQL statement per run.
+        let plan = many_resources(29_998, 0);
+        let parts = Dialect::MariaDb.split_bucket_plan(plan.locks());
+        assert_eq!(parts.len(), 1);
+        let stmt =
+            Dialect::MySql.bucket_lock_statement(&TableName::default(), parts[0], Wait::NoWait);
+        assert_eq!(stmt.sql.matches("JSON_TABLE(?").count(), 2, "{}", stmt.sql);
+        assert!(
+            stmt.sql.contains("FOR SHARE OF b0 NOWAIT) UNION ALL ("),
+            "{}",
+            stmt.sql
+        );
+        assert!(
+            stmt.sql.ends_with("FOR UPDATE OF b1 NOWAIT)"),
+            "{}",
+            stmt.sql
+        );
+        let values = stmt.values.unwrap().0;
+        let first = &plan.locks()[2];
+        let exclusive = format!("[[2,{}],", first.key.slot);
+        assert!(
+            values[1].to_string().contains(&exclusive),
+            "{:?}",
+            values[1]
+        );
+        let mariadb =
+            Dialect::MariaDb.bucket_lock_statement(&TableName::default(), parts[0], Wait::Block);
+        assert!(
+            mariadb.sql.contains("LOCK IN SHARE MODE) UNION ALL ("),
+            "{}",
+            mariadb.sql
+        );
+        assert!(
+            !mariadb.sql.contains(" OF "),
+            "MariaDB has no OF: {}",
+            mariadb.sql
+        );
+        assert_eq!(Dialect::Postgres.split_bucket_plan(plan.locks()).len(), 2);
+        // Alternating modes: at most 100 runs per statement, in order, all rows once.
+        let mixed = many_resources(1_000, 2);
+        let parts = Dialect::MySql.split_bucket_plan(mixed.locks());
+        let runs = mixed.runs().count();
+        assert!(runs > 100);
+        assert_eq!(parts.len(), runs.div_ceil(MAX_RUNS_PER_STATEMENT));
+        assert_eq!(parts.concat(), mixed.locks());
+        // Small plans stay one statement of point lookups.
+        let small = many_resources(98, 0);
+        assert_eq!(
+            Dialect::MySql.split_bucket_plan(small.locks()),
+            vec![small.locks()]
         );
     }
 
