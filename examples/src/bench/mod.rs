@@ -51,7 +51,8 @@ pub struct Bench {
 }
 
 impl Bench {
-    /// Connect with a pool of `pool` connections and detect the server.
+    /// Connect with a pool of 40 connections (the Zipf workload runs 32
+    /// workers) and detect the server.
     ///
     /// # Errors
     /// The connection or the detection failed.
