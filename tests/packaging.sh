@@ -17,15 +17,17 @@
 #   crates pack, hierlock with the README its crate docs include (the
 #   README's links to docs/ are repository URLs: docs/ is not packaged).
 #
-# CARGO_TARGET_DIR defaults to target/packaging (the builds' features differ
-# from the workspace's: a target dir of their own keeps both cached).
+# CARGO_TARGET_DIR defaults to the workspace's target/: the lock file is the
+# workspace's, so every dependency built with the same features is reused
+# (the feature sets differ, so the artifacts sit side by side, not replace
+# each other).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 : "${HIERLOCK_MARIADB_URL:=mysql://root@127.0.0.1:3306/test}"
 : "${HIERLOCK_POSTGRES_URL:=postgres://postgres@127.0.0.1:5432/test}"
 export HIERLOCK_MARIADB_URL HIERLOCK_POSTGRES_URL
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target/packaging}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 
 rust_version=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 toolchain=$rust_version
