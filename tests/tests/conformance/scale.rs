@@ -16,10 +16,10 @@ type Key = (i64, i64);
 
 /// `MAX_LOCKS_PER_CALL` locks in one call (3,000 advisory keys on PostgreSQL,
 /// whose shared lock table holds about 6,400 for the whole server) on a
-/// 120,000-row table, then a plan just past the point-lookup size on a
-/// 600-row table where a scan is cheap (bucket tables), under REPEATABLE READ and READ
-/// COMMITTED: the rows locked, and the rows locked exclusively, are exactly
-/// the plan's, read from the server (`SKIP LOCKED` probes on the bucket
+/// 120,000-row table, then (bucket tables) a plan just past the point-lookup
+/// size on a 600-row table where a scan is cheap, under REPEATABLE READ and
+/// READ COMMITTED: the rows locked, and the rows locked exclusively, are
+/// exactly the plan's, read from the server (`SKIP LOCKED` probes on the bucket
 /// table, `pg_locks` for advisory keys).
 pub async fn the_largest_acquisition_locks_exactly_its_planned_rows(backend: Backend) {
     let resources = if backend == Backend::Postgres {
