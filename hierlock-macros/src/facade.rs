@@ -239,12 +239,11 @@ fn version_impl(krate: &Path, version: Option<&Ident>) -> (TokenStream, TokenStr
     };
     let sea_orm = quote!(#krate::__private::sea_orm);
     let name = field.to_string();
-    // Each call at the field's span, so that a field that is not an integer
-    // is reported there.
-    let number = |value: TokenStream| quote::quote_spanned!(field.span()=> #krate::__private::version_number(#value));
-    let row = number(quote!(&model.#field));
-    let active = number(quote!(value));
-    let initial = quote::quote_spanned!(field.span()=> #krate::__private::initial_version());
+    // The same call at the field's span in both places, so that a field
+    // that is not an integer is reported there, once.
+    let row =
+        quote::quote_spanned!(field.span()=> #krate::__private::version_number(&model.#field));
+    let active = quote::quote_spanned!(field.span()=> #krate::__private::version_number(value));
     let items = quote! {
         const VERSION_FIELD: ::core::option::Option<&'static str> =
             ::core::option::Option::Some(#name);
@@ -262,8 +261,9 @@ fn version_impl(krate: &Path, version: Option<&Ident>) -> (TokenStream, TokenStr
         }
 
         fn init_version(model: &mut <Self as #sea_orm::EntityTrait>::ActiveModel) {
+            // `INITIAL_VERSION`, 0, is every integer's default.
             if model.#field.is_not_set() {
-                model.#field = #sea_orm::ActiveValue::Set(#initial);
+                model.#field = #sea_orm::ActiveValue::Set(::core::default::Default::default());
             }
         }
     };

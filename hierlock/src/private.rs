@@ -12,7 +12,7 @@ use crate::id::LockId;
 use crate::proof::{AccessMarker, LevelMarker, Locked, Prior};
 use crate::target::{Access, Request, Target};
 
-pub use crate::protect::{active_value, id_text, initial_version, version_number};
+pub use crate::protect::{active_value, id_text, version_number};
 pub use sea_orm;
 
 /// Take the locks of a `#[hierlocked]` call and prove them.

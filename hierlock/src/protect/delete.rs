@@ -171,7 +171,7 @@ async fn statement<E: Protect>(
     expected: Option<i64>,
     txn: &DatabaseTransaction,
 ) -> Result<u64> {
-    let condition = match (version_column::<E>(), expected) {
+    let condition = match (version_column::<E>()?, expected) {
         (Some(column), Some(expected)) => key.add(column.eq(expected)),
         _ => key,
     };

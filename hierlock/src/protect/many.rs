@@ -126,7 +126,7 @@ where
                     column.as_str()
                 )));
             }
-            let version = version_column::<E>();
+            let version = version_column::<E>()?;
             if let Some(version) = version {
                 let in_exprs = self
                     .exprs

@@ -11,7 +11,9 @@
 //!
 //! One module per kind of write: [`insert`] (with the upsert of
 //! [`upsert`]), [`update`], [`delete`], and [`many`] for the filtered
-//! writes; this module holds what they share: the proof and the checks.
+//! writes; [`version`] holds the optimistic version check of entities
+//! declared with `version = <field>`; this module holds what they share:
+//! the proof and the checks.
 //!
 //! [`Locked`]: crate::Locked
 
@@ -43,9 +45,9 @@ pub use insert::{ProtectedInsert, ProtectedInsertMany};
 pub use many::{ProtectedDeleteMany, ProtectedUpdateMany};
 pub use update::ProtectedUpdate;
 pub use upsert::ProtectedUpsert;
-pub use version::{INITIAL_VERSION, VersionNumber, Versioned};
 #[doc(hidden)]
-pub use version::{initial_version, version_number};
+pub use version::version_number;
+pub use version::{INITIAL_VERSION, VersionNumber, Versioned};
 
 /// A SeaORM entity whose rows belong to a node of the hierarchy.
 ///

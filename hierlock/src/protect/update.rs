@@ -142,7 +142,7 @@ async fn write<E: Protect>(
     expected: Option<i64>,
     txn: &DatabaseTransaction,
 ) -> Result<u64> {
-    let Some(column) = version_column::<E>() else {
+    let Some(column) = version_column::<E>()? else {
         return E::update(model)
             .exec_without_returning(txn)
             .await

@@ -134,7 +134,7 @@ where
         let mut on_conflict = OnConflict::columns(keys());
         match self.conflict {
             Conflict::Update(columns) if !columns.is_empty() => {
-                if let Some(version) = version_column::<E>() {
+                if let Some(version) = version_column::<E>()? {
                     if columns.iter().any(|c| c.as_str() == version.as_str()) {
                         return Err(written_by_hierlock::<E>(version, "upsert"));
                     }

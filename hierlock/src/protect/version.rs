@@ -20,7 +20,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 
-/// The version a row gets when it is inserted without one.
+/// The version a row gets when it is inserted without one: the version
+/// type's `Default`.
 pub const INITIAL_VERSION: i64 = 0;
 
 /// A protected entity with a version column: it may also be written without
@@ -41,10 +42,7 @@ pub trait Versioned: Protect {}
     label = "the field named by `version = ..`",
     note = "declare the version field as `i32` or `i64` (a column `INTEGER NOT NULL` / `BIGINT NOT NULL`)"
 )]
-pub trait VersionNumber: Copy {
-    /// [`INITIAL_VERSION`] in this type.
-    const INITIAL: Self;
-
+pub trait VersionNumber: Copy + Default {
     /// The version as an `i64`, for errors and comparisons.
     fn to_i64(self) -> i64;
 }
@@ -52,7 +50,6 @@ pub trait VersionNumber: Copy {
 macro_rules! version_numbers {
     ($($t:ty),*) => {$(
         impl VersionNumber for $t {
-            const INITIAL: Self = INITIAL_VERSION as $t;
             fn to_i64(self) -> i64 {
                 i64::from(self)
             }
@@ -68,15 +65,19 @@ pub fn version_number<T: VersionNumber>(version: &T) -> i64 {
     version.to_i64()
 }
 
-/// [`INITIAL_VERSION`] in the version field's type (what generated code calls).
-#[doc(hidden)]
-pub fn initial_version<T: VersionNumber>() -> T {
-    T::INITIAL
-}
-
-/// The version column of `E`, if it has one.
-pub(super) fn version_column<E: Protect>() -> Option<E::Column> {
-    E::VERSION_FIELD.and_then(|field| E::Column::from_str(field).ok())
+/// The version column of `E`, if it has one; `Misuse` if its
+/// [`Protect::VERSION_FIELD`] names no column (a hand-written `Protect`),
+/// rather than a write without the check.
+pub(super) fn version_column<E: Protect>() -> Result<Option<E::Column>> {
+    let Some(field) = E::VERSION_FIELD else {
+        return Ok(None);
+    };
+    E::Column::from_str(field).map(Some).map_err(|_| {
+        Error::Misuse(format!(
+            "the version field `{field}` of `{}` is not one of its columns",
+            table::<E>()
+        ))
+    })
 }
 
 /// `Misuse`: `column`, the version, is written by hierlock only.
@@ -129,7 +130,7 @@ pub(super) fn row_condition<E: Protect>(
     action: &str,
 ) -> Result<Condition> {
     let mut condition = primary_key_condition::<E>(model, action)?;
-    if let (Some(column), Some(expected)) = (version_column::<E>(), expected) {
+    if let (Some(column), Some(expected)) = (version_column::<E>()?, expected) {
         condition = condition.add(column.eq(expected));
     }
     Ok(condition)
