@@ -82,7 +82,8 @@ impl Dialect {
     /// a MySQL-family plan up to this size is one `UNION ALL` of point
     /// lookups; PostgreSQL's advisory plans are split into statements of this
     /// many keys. Larger bucket plans send each run of equal modes as one
-    /// list (see [`split_bucket_plan`](Dialect::split_bucket_plan)).
+    /// list (MySQL family: up to 100 runs per statement; PostgreSQL: one
+    /// statement per run).
     ///
     /// Measured: MySQL's cost per member of a `UNION ALL` grows past about a
     /// hundred members (7 ms per member at 26,000); PostgreSQL refuses more
