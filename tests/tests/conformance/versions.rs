@@ -25,13 +25,7 @@ use hierlock_tests::{Backend, Fixture, bounded};
 /// A versioned resource table of one test: `$module` with table `$table`.
 macro_rules! versioned_table {
     ($module:ident, $table:tt) => {
-        #[hierlock::protected(
-                    level = resource,
-                    user = user_id,
-                    account = account_id,
-                    resource = id,
-                    version = version
-                )]
+        #[hierlock::protected(level = resource, user = user_id, account = account_id, resource = id, version = version)]
         pub mod $module {
             use hierlock::sea_orm::entity::prelude::*;
 
