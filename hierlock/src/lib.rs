@@ -18,6 +18,12 @@ macro_rules! with_a_backend {
 }
 
 with_a_backend! {
+    /// The workspace README is not packaged (the crate's own README is its
+    /// docs.rs page), but its snippets are tested with the crate's, in the
+    /// repository.
+    #[cfg(doctest)]
+    #[doc = include_str!("../../README.md")]
+    struct WorkspaceReadme;
     #[doc(hidden)]
     #[path = "private.rs"]
     pub mod __private;
