@@ -24,6 +24,11 @@ with_a_backend! {
     #[cfg(doctest)]
     #[doc = include_str!("../../README.md")]
     struct WorkspaceReadme;
+    /// The guide to `#[protected]` and `#[hierlocked]`, whose snippets are
+    /// compiled the same way.
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/hierlocked.md")]
+    struct HierlockedGuide;
     #[doc(hidden)]
     #[path = "private.rs"]
     pub mod __private;
