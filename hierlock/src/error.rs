@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use sea_orm::DbErr;
 
-use crate::classify::{Conflict, Family, classify, is_connection_lost, server_family};
-use crate::level::Level;
+use crate::backend::classify::{Conflict, Family, classify, is_connection_lost, server_family};
+use crate::model::level::Level;
 
 /// Shorthand for `Result<T, hierlock::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

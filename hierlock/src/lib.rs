@@ -32,47 +32,38 @@ with_a_backend! {
     #[doc(hidden)]
     #[path = "private.rs"]
     pub mod __private;
-    mod acquire;
-    mod cancel;
-    mod classify;
+    mod backend;
     mod config;
     mod db_err;
-    mod dialect;
     mod error;
-    mod handle;
-    mod id;
-    mod key;
-    mod level;
-    mod plan;
-    pub mod proof;
-    mod protect;
-    mod retry;
+    mod guarantee;
+    mod model;
+    mod runtime;
     pub mod schema;
-    mod target;
-    mod telemetry;
-    mod topology;
 
-    pub use acquire::{LockSet, Locker};
-    pub use classify::conflict_kind;
+    pub use guarantee::proof;
+
+    pub use runtime::acquire::{LockSet, Locker};
+    pub use backend::classify::conflict_kind;
     pub use config::{
         Config, DEFAULT_TABLE, MAX_BUCKET_SPACE, MAX_TABLE_NAME_LEN, MAX_TIMEOUT, PostgresLocks,
         TableName, Wait,
     };
-    pub use dialect::Dialect;
+    pub use backend::dialect::Dialect;
     pub use error::{Error, ErrorKind, Result, TxnState};
-    pub use handle::LockHandle;
-    pub use id::LockId;
-    pub use key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory_key};
-    pub use level::Level;
-    pub use plan::{Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock};
-    pub use retry::{RetryPolicy, Retryable, retry};
-    pub use target::{Access, Request, Target};
-    pub use topology::Topology;
+    pub use runtime::handle::LockHandle;
+    pub use model::id::LockId;
+    pub use model::key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory_key};
+    pub use model::level::Level;
+    pub use model::plan::{Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock};
+    pub use runtime::retry::{RetryPolicy, Retryable, retry};
+    pub use model::target::{Access, Request, Target};
+    pub use backend::topology::Topology;
 
     pub use __private::AsTransaction;
     pub use hierlock_macros::{hierlocked, protected};
     pub use proof::{HasLocker, Locked};
-    pub use protect::{
+    pub use guarantee::protect::{
         INITIAL_VERSION, Protect, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert,
         ProtectedInsertMany, ProtectedUpdate, ProtectedUpdateMany, ProtectedUpsert, VersionNumber,
         Versioned, WriteFuture, WriteProof,

@@ -5,14 +5,14 @@
 
 use sea_orm::DatabaseTransaction;
 
-use crate::acquire::Locker;
+use crate::runtime::acquire::Locker;
 use crate::config::Wait;
 use crate::error::{Error, Result};
-use crate::id::LockId;
-use crate::proof::{AccessMarker, LevelMarker, Locked, Prior};
-use crate::target::{Access, Request, Target};
+use crate::model::id::LockId;
+use crate::guarantee::proof::{AccessMarker, LevelMarker, Locked, Prior};
+use crate::model::target::{Access, Request, Target};
 
-pub use crate::protect::{active_value, id_text, version_number};
+pub use crate::guarantee::protect::{active_value, id_text, version_number};
 pub use sea_orm;
 
 /// Take the locks of a `#[hierlocked]` call and prove them.
@@ -251,7 +251,7 @@ pub(crate) mod sealed {
     )]
     pub trait Proof {}
 
-    impl<L, A> Proof for crate::proof::Locked<'_, L, A> {}
+    impl<L, A> Proof for crate::guarantee::proof::Locked<'_, L, A> {}
 }
 
 /// The bound of SeaORM's `ActiveModel` writes on a protected active model:

@@ -13,11 +13,11 @@
 
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
-use crate::classify::is_missing_table;
+use crate::backend::classify::is_missing_table;
 use crate::config::Config;
-use crate::dialect::Dialect;
+use crate::backend::dialect::Dialect;
 use crate::error::{Error, Result, TxnState};
-use crate::key::KeyScheme;
+use crate::model::key::KeyScheme;
 
 /// The `id` of the one metadata row.
 pub const META_ROW_ID: i32 = 1;

@@ -11,7 +11,7 @@ use sea_orm::{ConnectionTrait, DbBackend, Statement, Value};
 
 use crate::config::{TableName, Wait};
 use crate::error::{Error, Result};
-use crate::plan::{LockMode, PlannedLock};
+use crate::model::plan::{LockMode, PlannedLock};
 
 /// The most runs of equal modes one MySQL-family statement of a large plan
 /// locks (one `UNION ALL` branch each; a `UNION` costs more per member past
@@ -50,7 +50,7 @@ impl Dialect {
     /// The dialect of a `backend` server whose `SELECT version()` said
     /// `version` (which tells MariaDB from MySQL).
     pub(crate) fn of(backend: DbBackend, version: Option<&str>) -> Result<Dialect> {
-        crate::classify::require_backend_feature(backend)?;
+        crate::backend::classify::require_backend_feature(backend)?;
         match backend {
             DbBackend::Postgres => Ok(Dialect::Postgres),
             DbBackend::Sqlite => Ok(Dialect::Sqlite),
@@ -392,10 +392,10 @@ fn whole_seconds(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::KeyScheme;
-    use crate::level::Level;
-    use crate::plan::{Keyspace, LockPlan};
-    use crate::target::Target;
+    use crate::model::key::KeyScheme;
+    use crate::model::level::Level;
+    use crate::model::plan::{Keyspace, LockPlan};
+    use crate::model::target::Target;
 
     fn resource_plan() -> LockPlan {
         let keyspace = Keyspace::Buckets {

@@ -8,7 +8,7 @@ use std::hash::Hasher;
 
 use fnv::FnvHasher;
 
-use crate::level::Level;
+use crate::model::level::Level;
 
 /// The seed's bucket space: `hash mod 10,000,000`.
 pub const SEED_BUCKET_SPACE: u32 = 10_000_000;

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::key::{KeyScheme, advisory_key};
-use crate::level::Level;
-use crate::target::{Access, Request};
+use crate::model::key::{KeyScheme, advisory_key};
+use crate::model::level::Level;
+use crate::model::target::{Access, Request};
 
 /// The most locks (distinct keys, ancestors included) one acquisition takes.
 ///
@@ -147,7 +147,7 @@ impl LockPlan {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-    use crate::target::Target;
+    use crate::model::target::Target;
 
     const SEED: Keyspace = Keyspace::Buckets {
         scheme: KeyScheme::SeedFnv1a32,

@@ -7,11 +7,11 @@ use sea_orm::{
     IsolationLevel, Statement, TransactionTrait,
 };
 
-use crate::acquire::{Held, Locker};
+use crate::runtime::acquire::{Held, Locker};
 use crate::config::Wait;
 use crate::error::{Error, Result};
-use crate::plan::LockPlan;
-use crate::target::Request;
+use crate::model::plan::LockPlan;
+use crate::model::target::Request;
 
 /// Locks held by a lock-only transaction of their own (READ COMMITTED),
 /// released by [`LockHandle::release`] or when the handle is dropped.

@@ -23,7 +23,7 @@ use std::fmt;
 use sea_orm::{ConnectionTrait, QueryResult, Statement};
 
 use crate::config::Config;
-use crate::dialect::Dialect;
+use crate::backend::dialect::Dialect;
 use crate::error::{Error, Result};
 
 /// The deployment a [`Locker`](crate::Locker) found at connect.

@@ -14,12 +14,12 @@ use std::marker::PhantomData;
 
 use sea_orm::DatabaseTransaction;
 
-use crate::acquire::{LockSet, Locker};
+use crate::runtime::acquire::{LockSet, Locker};
 use crate::config::Wait;
 use crate::error::{Error, Result};
-use crate::level::Level;
-use crate::plan::{Keyspace, LockKey, LockMode, PlannedLock};
-use crate::target::{Access, Request, Target};
+use crate::model::level::Level;
+use crate::model::plan::{Keyspace, LockKey, LockMode, PlannedLock};
+use crate::model::target::{Access, Request, Target};
 
 mod sealed {
     pub trait Sealed {}

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use sea_orm::{DatabaseConnection, Statement};
 
-use crate::dialect::Dialect;
+use crate::backend::dialect::Dialect;
 
 /// How long a cancellation may take before it is given up (it runs on a
 /// side connection; a server that does not answer within this has other

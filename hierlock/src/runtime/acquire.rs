@@ -9,16 +9,16 @@ use sea_orm::{
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::cancel::{CancelOnDrop, Canceller};
-use crate::classify::{Conflict, classify, is_missing_table};
+use crate::backend::cancel::{CancelOnDrop, Canceller};
+use crate::backend::classify::{Conflict, classify, is_missing_table};
 use crate::config::{Config, PostgresLocks, Wait};
-use crate::dialect::{Dialect, server_version};
+use crate::backend::dialect::{Dialect, server_version};
 use crate::error::{Error, ErrorKind, Result, TxnState};
-use crate::plan::{Keyspace, LockPlan, PlannedLock};
+use crate::model::plan::{Keyspace, LockPlan, PlannedLock};
 use crate::schema;
-use crate::target::{Access, Request, Target};
-use crate::telemetry;
-use crate::topology::{self, Topology};
+use crate::model::target::{Access, Request, Target};
+use crate::runtime::telemetry;
+use crate::backend::topology::{self, Topology};
 
 /// How locks are represented on the connected server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,7 +281,7 @@ impl Locker {
             .iter()
             .map(|r| r.target.level())
             .max()
-            .unwrap_or(crate::level::Level::User);
+            .unwrap_or(crate::model::level::Level::User);
         telemetry::record(level, &outcome, took);
         match &outcome {
             Ok(()) => span.record("outcome", "locked"),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};
 
-use crate::classify::{classify, is_connection_lost};
+use crate::backend::classify::{classify, is_connection_lost};
 use crate::error::Error;
 
 /// How [`retry`] retries: at most `max_attempts` runs, waiting a jittered,

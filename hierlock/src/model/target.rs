@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use crate::id::LockId;
-use crate::level::Level;
+use crate::model::id::LockId;
+use crate::model::level::Level;
 
 /// One node of the hierarchy: a user, an account of a user, or a resource of
 /// an account, named by its IDs from the root down.

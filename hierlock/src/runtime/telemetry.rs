@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::error::{ErrorKind, Result};
-use crate::level::Level;
+use crate::model::level::Level;
 
 /// Record one acquisition.
 pub(crate) fn record(level: Level, outcome: &Result<()>, took: Duration) {

@@ -33,12 +33,12 @@ use sea_orm::{
     PrimaryKeyToColumn, QueryFilter, QuerySelect, Select, Value,
 };
 
-use crate::acquire::LockSet;
+use crate::runtime::acquire::LockSet;
 use crate::error::{Error, Result};
-use crate::id::LockId;
-use crate::level::Level;
-use crate::proof::{AccessMarker, CanWrite, Covers, LevelMarker, Locked};
-use crate::target::{Access, Target};
+use crate::model::id::LockId;
+use crate::model::level::Level;
+use crate::guarantee::proof::{AccessMarker, CanWrite, Covers, LevelMarker, Locked};
+use crate::model::target::{Access, Target};
 
 pub use delete::ProtectedDelete;
 pub use insert::{ProtectedInsert, ProtectedInsertMany};

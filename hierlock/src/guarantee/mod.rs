@@ -1,0 +1,5 @@
+//! The compile-time guarantee: lock [proofs](proof) and the
+//! [protected](protect) writes that demand them.
+
+pub mod proof;
+pub(crate) mod protect;
