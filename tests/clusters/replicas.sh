@@ -48,7 +48,8 @@ m_launch() { # port server-id extra mariadbd options...
     local port=$1 id=$2; shift 2
     local dir; dir=$(m_dir "$port")
     alive "$dir/mysqld.pid" && return 0
-    setsid /usr/sbin/mariadbd --no-defaults --user=root --datadir="$dir/data" \
+    mkdir -p "$dir/tmp"
+    setsid /usr/sbin/mariadbd --no-defaults --user=root --datadir="$dir/data" --tmpdir="$dir/tmp" \
         --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" --port="$port" \
         --bind-address=127.0.0.1 --server-id="$id" --log-error="$LOG/mariadb-$port.err" \
         --innodb-buffer-pool-size=32M --innodb-log-file-size=16M --max-connections=200 \
@@ -66,15 +67,16 @@ m_start_all() {
 
 m_setup() { # first start only
     rm -rf "$(m_dir 3308)" "$(m_dir 3309)" "$(m_dir 3310)" "$BASE/mariadb.ready"
-    local pids=()
+    # One at a time, each with a temporary directory of its own: three
+    # bootstraps at once sharing /tmp were seen failing ("Could not remove
+    # temporary table", then 1051 on mysql.tmp_user_sys).
     for port in "${M_PORTS[@]}"; do
-        mkdir -p "$(m_dir "$port")"
+        mkdir -p "$(m_dir "$port")/tmp"
         mariadb-install-db --no-defaults --user=root --datadir="$(m_dir "$port")/data" \
+            --tmpdir="$(m_dir "$port")/tmp" \
             --auth-root-authentication-method=normal --skip-test-db \
-            >"$LOG/mariadb-$port.install" 2>&1 &
-        pids+=($!)
+            >"$LOG/mariadb-$port.install" 2>&1 || fail "mariadb-install-db for $port"
     done
-    for p in "${pids[@]}"; do wait "$p" || fail "mariadb-install-db"; done
     m_start_all
     # Local accounts and database on every server (the replicas' copies are
     # theirs, not replicated: 3310 never replicates).
