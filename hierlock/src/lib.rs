@@ -29,6 +29,10 @@ with_a_backend! {
     #[cfg(doctest)]
     #[doc = include_str!("../../docs/hierlocked.md")]
     struct HierlockedGuide;
+    /// The deployment guide, the same way.
+    #[cfg(doctest)]
+    #[doc = include_str!("../../docs/topologies.md")]
+    struct TopologiesGuide;
     #[doc(hidden)]
     #[path = "private.rs"]
     pub mod __private;
