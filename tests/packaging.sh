@@ -32,6 +32,19 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 rust_version=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 toolchain=$rust_version
 [[ $toolchain =~ ^[0-9]+\.[0-9]+$ ]] && toolchain=$toolchain.0
+# Where no toolchain is installed under that name but the default one is that
+# version, name it so (rustup refuses `toolchain link` for release names, so
+# a symlink, as rustup's own directory layout has it; no download), else fail.
+if ! cargo "+$toolchain" --version >/dev/null 2>&1; then
+    if [[ "$(rustc --version)" == "rustc $toolchain "* ]]; then
+        host=$(rustc -vV | sed -n 's/^host: //p')
+        ln -sfn "$(rustc --print sysroot)" "${RUSTUP_HOME:-$HOME/.rustup}/toolchains/$toolchain-$host"
+        cargo "+$toolchain" --version >/dev/null
+    else
+        echo "tests/packaging.sh: Rust $toolchain (the rust-version) is not installed: rustup toolchain install $toolchain" >&2
+        exit 1
+    fi
+fi
 manifest=tests/packaging/Cargo.toml
 # The workspace's versions of every dependency.
 cp Cargo.lock tests/packaging/Cargo.lock
