@@ -1,17 +1,17 @@
-//! The SQL each server accepts, written by hand.
+//! Which server a locker talks to, and the SQL it gets: the statements are
+//! written by hand, one module per server (`mysql`, `postgres`, `sqlite`).
 //!
 //! SeaORM's `lock_shared()` emits `LOCK IN SHARE MODE` for every MySQL-family
 //! server and drops lock clauses on SQLite, and no ORM knows MariaDB's
 //! `WAIT n`; so the server is detected once and the statements built here.
 
-use std::fmt::Write as _;
-use std::time::Duration;
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
-use sea_orm::{ConnectionTrait, DbBackend, Statement, Value};
+use super::{mysql, postgres, sqlite};
 
 use crate::config::{TableName, Wait};
 use crate::error::{Error, Result};
-use crate::model::plan::{LockMode, PlannedLock};
+use crate::model::plan::PlannedLock;
 
 /// The most runs of equal modes one MySQL-family statement of a large plan
 /// locks (one `UNION ALL` branch each; a `UNION` costs more per member past
@@ -149,210 +149,35 @@ impl Dialect {
     ) -> Statement {
         let table = self.quote(table.as_str());
         if self == Dialect::Postgres {
-            self.postgres_run_statement(&table, part, wait)
+            postgres::bucket_run(&table, part, wait)
         } else if part.len() <= self.max_rows_per_statement() {
-            self.point_lookups_statement(&table, part, wait)
+            mysql::point_lookups(self, &table, part, wait)
         } else {
-            self.run_lists_statement(&table, part, wait)
+            mysql::run_lists(self, &table, part, wait)
         }
     }
 
-    /// MySQL family, small plans: a `UNION ALL` of point lookups, each with
-    /// its own lock clause, in plan order. Each member is an equality on the
-    /// full primary key, so InnoDB takes record locks only (no gap locks,
-    /// even under REPEATABLE READ) on exactly that row. A single `WHERE
-    /// (level, bucket) IN (…)` was measured locking *every* row of a small
-    /// table on MySQL 9 (the optimizer prefers a full scan of the clustered
-    /// index, which `FORCE INDEX` still allows) and on MariaDB as a prepared
-    /// statement.
-    fn point_lookups_statement(self, table: &str, part: &[PlannedLock], wait: Wait) -> Statement {
-        let mut values = Vec::with_capacity(part.len() * 2);
-        for lock in part {
-            values.push(Value::from(i32::from(lock.key.level.as_u8())));
-            values.push(Value::from(lock.key.slot));
-        }
-        // Each branch has its own lock clause, so one statement takes
-        // shared and exclusive rows alike, in branch order. Both servers
-        // need the parentheses; one clause at the end would be refused by
-        // MariaDB (1221) and lock only the last branch on MySQL.
-        let wait = self.wait_clause(wait);
-        let member = |mode: LockMode| {
-            format!(
-                "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
-                 FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
-                self.lock_clause(mode)
-            )
-        };
-        let mut sql = String::with_capacity(32 + part.len() * (table.len() + 110));
-        if let [only] = part {
-            sql.push_str(&member(only.mode));
-        } else {
-            for (i, lock) in part.iter().enumerate() {
-                let sep = if i > 0 { " UNION ALL " } else { "" };
-                write!(sql, "{sep}({})", member(lock.mode)).ok();
-            }
-        }
-        Statement::from_sql_and_values(self.backend(), sql, values)
-    }
-
-    /// MySQL family, large plans: each run of equal modes is one `UNION ALL`
-    /// branch that joins its keys, one JSON array parameter read by
-    /// `JSON_TABLE` (MySQL 8.0.4+, MariaDB 10.6+), to the bucket table.
-    /// `STRAIGHT_JOIN` reads the keys first, in array (= plan) order, and
-    /// `FORCE INDEX (PRIMARY)` looks each one up by the full primary key, so
-    /// the rows are locked one by one in plan order, record locks only, as
-    /// with point lookups; the statement's text and cost no longer grow with
-    /// the number of rows. MySQL needs `OF` (its lock clauses would otherwise
-    /// also name the key list); MariaDB has no `OF` and needs none.
-    fn run_lists_statement(self, table: &str, part: &[PlannedLock], wait: Wait) -> Statement {
-        let wait = self.wait_clause(wait);
-        let runs: Vec<&[PlannedLock]> = part.chunk_by(|a, b| a.mode == b.mode).collect();
-        let mut sql = String::with_capacity(runs.len() * (table.len() + 400));
-        let mut values = Vec::with_capacity(runs.len());
-        for (i, run) in runs.iter().enumerate() {
-            let mode = run[0].mode;
-            let of = if self == Dialect::MySql {
-                format!(" OF b{i}")
-            } else {
-                String::new()
-            };
-            let sep = if i > 0 { " UNION ALL " } else { "" };
-            write!(
-                sql,
-                "{sep}(SELECT CAST(b{i}.level AS SIGNED) AS locked_level, \
-                 CAST(b{i}.bucket AS SIGNED) AS locked_bucket \
-                 FROM JSON_TABLE(?, '$[*]' COLUMNS (level INT PATH '$[0]', bucket INT PATH '$[1]')) AS k{i} \
-                 STRAIGHT_JOIN {table} AS b{i} FORCE INDEX (PRIMARY) \
-                 ON b{i}.level = k{i}.level AND b{i}.bucket = k{i}.bucket {}{of}{wait})",
-                self.lock_clause(mode)
-            )
-            .ok();
-            values.push(Value::from(json_keys(run)));
-        }
-        Statement::from_sql_and_values(self.backend(), sql, values)
-    }
-
-    /// PostgreSQL: one run of equal modes, its keys as two array parameters
-    /// (whatever the run's length: no parameter limit, no select-list limit,
-    /// one statement text). PostgreSQL locks only the rows a query returns,
-    /// in `ORDER BY` order (the lock is taken above the sort), and rejects
-    /// lock clauses inside a `UNION`.
-    fn postgres_run_statement(self, table: &str, run: &[PlannedLock], wait: Wait) -> Statement {
-        let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
-        let sql = format!(
-            "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket \
-             FROM unnest($1::int2[], $2::int4[]) AS k(level, bucket) \
-             JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
-             ORDER BY b.level, b.bucket {} OF b{}",
-            self.lock_clause(mode),
-            self.wait_clause(wait)
-        );
-        let array = |field: fn(&PlannedLock) -> i64| {
-            let mut text = String::with_capacity(2 + run.len() * 8);
-            text.push('{');
-            for (i, lock) in run.iter().enumerate() {
-                let sep = if i > 0 { "," } else { "" };
-                write!(text, "{sep}{}", field(lock)).ok();
-            }
-            text.push('}');
-            Value::from(text)
-        };
-        let values = [
-            array(|lock| i64::from(lock.key.level.as_u8())),
-            array(|lock| lock.key.slot),
-        ];
-        Statement::from_sql_and_values(self.backend(), sql, values)
-    }
-
-    fn lock_clause(self, mode: LockMode) -> &'static str {
-        match (self, mode) {
-            (_, LockMode::Exclusive) => "FOR UPDATE",
-            // MariaDB rejects FOR SHARE (1064); PostgreSQL rejects LOCK IN SHARE MODE.
-            (Dialect::MariaDb, LockMode::Shared) => "LOCK IN SHARE MODE",
-            (_, LockMode::Shared) => "FOR SHARE",
-        }
-    }
-
-    /// The statement-level wait clause. MariaDB's `WAIT n` bounds the wait on
-    /// the server too; MySQL and PostgreSQL have no per-statement timeout:
-    /// hierlock cancels their statements at the deadline (see `cancel`).
-    fn wait_clause(self, wait: Wait) -> String {
-        match (self, wait) {
-            (_, Wait::NoWait) => " NOWAIT".to_owned(),
-            (Dialect::MariaDb, Wait::Timeout(d)) => format!(" WAIT {}", whole_seconds(d)),
-            _ => String::new(),
-        }
-    }
-
-    /// `SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock($2), …`:
-    /// one statement for a whole plan, taken left to right. With `try_`, each
-    /// column says whether its key was granted.
+    /// PostgreSQL's advisory locks for a whole plan in one statement, taken
+    /// left to right; with `try_only`, each column says whether its key was
+    /// granted.
     pub(crate) fn advisory_lock_statement(self, plan: &[PlannedLock], try_only: bool) -> Statement {
-        let prefix = if try_only {
-            "pg_try_advisory_xact_lock"
-        } else {
-            "pg_advisory_xact_lock"
-        };
-        let mut sql = String::from("SELECT ");
-        for (i, lock) in plan.iter().enumerate() {
-            if i > 0 {
-                sql.push_str(", ");
-            }
-            let shared = if lock.mode == LockMode::Shared {
-                "_shared"
-            } else {
-                ""
-            };
-            write!(sql, "{prefix}{shared}(${}) AS l{i}", i + 1).ok();
-        }
-        let values = plan.iter().map(|lock| Value::from(lock.key.slot));
-        Statement::from_sql_and_values(self.backend(), sql, values)
+        postgres::advisory_locks(plan, try_only)
     }
 
-    /// `SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN CASE WHEN
-    /// pg_try_advisory_xact_lock($2) THEN 1 ELSE 0 END ELSE 0 END`: try the
-    /// keys left to right and stop at the first one taken (a `CASE` is
-    /// evaluated in order; `AND` is not guaranteed to be), so that a failed
-    /// attempt holds a prefix of the plan, never a key past a gap. Returns
-    /// one column, `granted`: 1 if every key was taken.
+    /// PostgreSQL's advisory try-locks, stopping at the first key taken; one
+    /// column, `granted`: 1 if every key was taken.
     pub(crate) fn advisory_probe_statement(self, plan: &[PlannedLock]) -> Statement {
-        let mut sql = String::from("SELECT ");
-        for (i, lock) in plan.iter().enumerate() {
-            let shared = if lock.mode == LockMode::Shared {
-                "_shared"
-            } else {
-                ""
-            };
-            write!(
-                sql,
-                "CASE WHEN pg_try_advisory_xact_lock{shared}(${}) THEN ",
-                i + 1
-            )
-            .ok();
-        }
-        sql.push('1');
-        for _ in plan {
-            sql.push_str(" ELSE 0 END");
-        }
-        sql.push_str(" AS granted");
-        let values = plan.iter().map(|lock| Value::from(lock.key.slot));
-        Statement::from_sql_and_values(self.backend(), sql, values)
+        postgres::advisory_probe(plan)
     }
 
-    /// SQLite: a write to the metadata table takes the database's write
-    /// (RESERVED) lock even though it changes no row.
+    /// SQLite's database-wide write lock.
     pub(crate) fn sqlite_write_lock_statement(self, table: &TableName) -> Statement {
-        let sql = format!("UPDATE {} SET id = id WHERE 0", self.quote(&table.meta()));
-        Statement::from_string(self.backend(), sql)
+        sqlite::write_lock(&self.quote(&table.meta()))
     }
 
-    /// SQLite: the busy timeout is the lock wait; `None` reads it.
+    /// SQLite's busy timeout, the lock wait: set to `millis`, or read.
     pub(crate) fn sqlite_busy_timeout_statement(self, millis: Option<u128>) -> Statement {
-        let sql = match millis {
-            Some(ms) => format!("PRAGMA busy_timeout = {ms}"),
-            None => "PRAGMA busy_timeout".to_owned(),
-        };
-        Statement::from_string(self.backend(), sql)
+        sqlite::busy_timeout(millis)
     }
 }
 
@@ -372,25 +197,10 @@ pub(crate) async fn server_version(db: &impl ConnectionTrait) -> Result<Option<S
         .map_err(|e| Error::database("reading the server version", e))
 }
 
-/// `[[level,bucket],…]`: a run's keys for `JSON_TABLE`, in plan order.
-fn json_keys(run: &[PlannedLock]) -> String {
-    let mut json = String::with_capacity(2 + run.len() * 12);
-    json.push('[');
-    for (i, lock) in run.iter().enumerate() {
-        let sep = if i > 0 { "," } else { "" };
-        write!(json, "{sep}[{},{}]", lock.key.level.as_u8(), lock.key.slot).ok();
-    }
-    json.push(']');
-    json
-}
-
-/// MySQL-family lock timeouts are whole seconds: round up, never down to zero.
-fn whole_seconds(d: Duration) -> u64 {
-    d.as_secs() + u64::from(d.subsec_nanos() > 0)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::model::key::KeyScheme;
     use crate::model::level::Level;

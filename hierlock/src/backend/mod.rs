@@ -1,9 +1,13 @@
-//! What hierlock knows of each server: the SQL it accepts
-//! ([`dialect`]), what its error codes mean ([`classify`]), how a waiting
+//! What hierlock knows of each server: which one it is and the SQL it gets
+//! ([`dialect`], with the statements of [`mysql`], [`postgres`] and
+//! [`sqlite`]), what its error codes mean ([`classify`]), how a waiting
 //! statement is interrupted ([`cancel`]) and where its locks would not
 //! exclude ([`topology`]).
 
 pub(crate) mod cancel;
 pub(crate) mod classify;
 pub(crate) mod dialect;
+mod mysql;
+mod postgres;
+mod sqlite;
 pub(crate) mod topology;

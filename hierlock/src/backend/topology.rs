@@ -22,8 +22,8 @@ use std::fmt;
 
 use sea_orm::{ConnectionTrait, QueryResult, Statement};
 
-use crate::config::Config;
 use crate::backend::dialect::Dialect;
+use crate::config::Config;
 use crate::error::{Error, Result};
 
 /// The deployment a [`Locker`](crate::Locker) found at connect.

@@ -1,0 +1,101 @@
+//! PostgreSQL: transaction-scoped advisory locks (the default) and the
+//! optional bucket table.
+//!
+//! PostgreSQL rejects lock clauses inside a `UNION`, so a bucket plan is one
+//! statement per run of equal modes; it has no per-statement lock timeout,
+//! so hierlock cancels a statement at the deadline (see `cancel`).
+
+use std::fmt::Write as _;
+
+use sea_orm::{DbBackend, Statement, Value};
+
+use crate::config::Wait;
+use crate::model::plan::{LockMode, PlannedLock};
+
+/// One run of equal modes on the bucket table, its keys as two array
+/// parameters (whatever the run's length: no parameter limit, no
+/// select-list limit, one statement text). PostgreSQL locks only the rows a
+/// query returns, in `ORDER BY` order (the lock is taken above the sort).
+pub(super) fn bucket_run(table: &str, run: &[PlannedLock], wait: Wait) -> Statement {
+    let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
+    let lock = match mode {
+        LockMode::Exclusive => "FOR UPDATE",
+        // PostgreSQL rejects MariaDB's LOCK IN SHARE MODE.
+        LockMode::Shared => "FOR SHARE",
+    };
+    let wait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
+    let sql = format!(
+        "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket \
+         FROM unnest($1::int2[], $2::int4[]) AS k(level, bucket) \
+         JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
+         ORDER BY b.level, b.bucket {lock} OF b{wait}"
+    );
+    let array = |field: fn(&PlannedLock) -> i64| {
+        let mut text = String::with_capacity(2 + run.len() * 8);
+        text.push('{');
+        for (i, lock) in run.iter().enumerate() {
+            let sep = if i > 0 { "," } else { "" };
+            write!(text, "{sep}{}", field(lock)).ok();
+        }
+        text.push('}');
+        Value::from(text)
+    };
+    let values = [
+        array(|lock| i64::from(lock.key.level.as_u8())),
+        array(|lock| lock.key.slot),
+    ];
+    Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// `SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock($2), …`:
+/// one statement for a whole plan, taken left to right. With `try_only`,
+/// each column says whether its key was granted.
+pub(super) fn advisory_locks(plan: &[PlannedLock], try_only: bool) -> Statement {
+    let prefix = if try_only {
+        "pg_try_advisory_xact_lock"
+    } else {
+        "pg_advisory_xact_lock"
+    };
+    let mut sql = String::from("SELECT ");
+    for (i, lock) in plan.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        write!(sql, "{prefix}{}(${}) AS l{i}", shared_suffix(lock), i + 1).ok();
+    }
+    let values = plan.iter().map(|lock| Value::from(lock.key.slot));
+    Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// `SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN CASE WHEN
+/// pg_try_advisory_xact_lock($2) THEN 1 ELSE 0 END ELSE 0 END`: try the keys
+/// left to right and stop at the first one taken (a `CASE` is evaluated in
+/// order; `AND` is not guaranteed to be), so that a failed attempt holds a
+/// prefix of the plan, never a key past a gap. Returns one column,
+/// `granted`: 1 if every key was taken.
+pub(super) fn advisory_probe(plan: &[PlannedLock]) -> Statement {
+    let mut sql = String::from("SELECT ");
+    for (i, lock) in plan.iter().enumerate() {
+        write!(
+            sql,
+            "CASE WHEN pg_try_advisory_xact_lock{}(${}) THEN ",
+            shared_suffix(lock),
+            i + 1
+        )
+        .ok();
+    }
+    sql.push('1');
+    for _ in plan {
+        sql.push_str(" ELSE 0 END");
+    }
+    sql.push_str(" AS granted");
+    let values = plan.iter().map(|lock| Value::from(lock.key.slot));
+    Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+fn shared_suffix(lock: &PlannedLock) -> &'static str {
+    match lock.mode {
+        LockMode::Shared => "_shared",
+        LockMode::Exclusive => "",
+    }
+}
