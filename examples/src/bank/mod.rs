@@ -456,6 +456,11 @@ impl Rng {
         self.next_u64() % n
     }
 
+    /// A uniform float in `[0, 1)`.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// An ID in `1..=n` (`n > 0`).
     pub fn pick(&mut self, n: i32) -> i32 {
         let n = u64::try_from(n).unwrap_or(1).max(1);

@@ -6,7 +6,7 @@
 
 use hierlock::{KeyScheme, Level};
 
-use super::rng::SplitMix64;
+use crate::bank::Rng;
 
 /// How the k resource IDs of a trial are made.
 #[derive(Clone, Copy, Debug)]
@@ -35,7 +35,7 @@ pub fn run(quick: bool) {
         "  {:>10} {:>6} {:>12} {:>12} {:>14}",
         "buckets B", "k", "random IDs", "sequential", "birthday bound"
     );
-    let mut rng = SplitMix64::new(0x5EED);
+    let mut rng = Rng::new(0x5EED);
     for buckets in [100_000u32, 1_000_000, 10_000_000] {
         // k for a bound of about 1 %, 9 %, 63 %, and the 32 workers of the
         // contended workload.
@@ -58,7 +58,7 @@ pub fn run(quick: bool) {
 }
 
 /// The fraction of `trials` in which `k` resources share a bucket.
-fn rate(rng: &mut SplitMix64, ids: Ids, k: u64, buckets: u32, trials: u32) -> f64 {
+fn rate(rng: &mut Rng, ids: Ids, k: u64, buckets: u32, trials: u32) -> f64 {
     let mut collided = 0;
     let mut seen: Vec<u32> = Vec::with_capacity(k as usize);
     for _ in 0..trials {
@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn random_ids_collide_about_as_the_bound_says() {
-        let mut rng = SplitMix64::new(1);
+        let mut rng = Rng::new(1);
         let measured = rate(&mut rng, Ids::Random, 100, 10_000, 2_000);
         let bound = birthday_bound(100, 10_000); // 0.39
         assert!((measured - bound).abs() < 0.05, "{measured} vs {bound}");

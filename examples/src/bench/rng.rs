@@ -1,36 +1,7 @@
-//! A small seeded random source and a Zipf sampler: enough for reproducible
-//! workloads without a dependency.
+//! A Zipf sampler over the examples' seeded random source ([`Rng`], the
+//! bank example's): reproducible workloads without a dependency.
 
-/// SplitMix64: fast, seedable, good enough to pick rows and IDs.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator starting from `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform float in `[0, 1)`.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// A uniform integer in `0..n` (`n` > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        // Multiply-shift: unbiased enough for n far below 2^64.
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-}
+use crate::bank::Rng;
 
 /// Zipf's law over ranks `0..n`: rank k drawn with probability ∝ 1/(k+1)^s,
 /// by inverse CDF (a binary search in the cumulative weights).
@@ -53,7 +24,7 @@ impl Zipf {
     }
 
     /// A rank, 0 the most frequent.
-    pub fn sample(&self, rng: &mut SplitMix64) -> usize {
+    pub fn sample(&self, rng: &mut Rng) -> usize {
         let total = self.cumulative.last().copied().unwrap_or(0.0);
         let target = rng.next_f64() * total;
         self.cumulative
@@ -69,7 +40,7 @@ mod tests {
     #[test]
     fn zipf_frequencies_follow_the_law() {
         let zipf = Zipf::new(1000, 1.1);
-        let mut rng = SplitMix64::new(7);
+        let mut rng = Rng::new(7);
         let mut counts = [0u32; 3];
         for _ in 0..200_000 {
             if let Some(c) = counts.get_mut(zipf.sample(&mut rng)) {
@@ -85,7 +56,7 @@ mod tests {
 
     #[test]
     fn below_stays_in_range() {
-        let mut rng = SplitMix64::new(1);
+        let mut rng = Rng::new(1);
         assert!((0..10_000).all(|_| rng.below(3) < 3));
     }
 }

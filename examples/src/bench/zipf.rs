@@ -20,9 +20,10 @@ use hierlock_migration::Provision;
 use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait, Value};
 use tokio::task::JoinSet;
 
-use super::rng::{SplitMix64, Zipf};
+use super::rng::Zipf;
 use super::stats::{Table, order};
 use super::{Bench, BoxError, ROWS, ROWS_TABLE, counters};
+use crate::bank::Rng;
 
 /// Concurrent workers.
 pub const WORKERS: u64 = 32;
@@ -146,7 +147,7 @@ async fn throughput(
         let (bench, locker, zipf) = (bench.clone(), locker.clone(), zipf.clone());
         let (tickets, conflicts) = (tickets.clone(), conflicts.clone());
         tasks.spawn(async move {
-            let mut rng = SplitMix64::new(seed + worker);
+            let mut rng = Rng::new(seed + worker);
             while tickets.fetch_add(1, Ordering::Relaxed) < txns {
                 let rows = draw_rows(&zipf, &mut rng);
                 loop {
@@ -174,7 +175,7 @@ async fn throughput(
 }
 
 /// 1–3 distinct rows, each drawn by Zipf's law.
-fn draw_rows(zipf: &Zipf, rng: &mut SplitMix64) -> Vec<i64> {
+fn draw_rows(zipf: &Zipf, rng: &mut Rng) -> Vec<i64> {
     let count = 1 + rng.below(3) as usize;
     let mut rows = Vec::with_capacity(count);
     while rows.len() < count {
