@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
+// The one exception is SQLite's busy handler (`backend::sqlite::busy_handler`).
+#![deny(unsafe_code)]
 
 #[cfg(not(any(feature = "mysql", feature = "postgres", feature = "sqlite")))]
 compile_error!(
@@ -44,6 +46,8 @@ with_a_backend! {
     mod model;
     mod runtime;
     pub mod schema;
+    #[cfg(feature = "sqlite")]
+    pub mod sqlite;
 
     pub use guarantee::proof;
 

@@ -175,6 +175,17 @@ impl Dialect {
         sqlite::write_lock(&self.quote(&table.meta()))
     }
 
+    /// [`sqlite_write_lock_statement`](Dialect::sqlite_write_lock_statement)
+    /// for a connection with hierlock's busy handler, which then waits as
+    /// the acquisition registered under `token` allows.
+    pub(crate) fn sqlite_watched_write_lock_statement(
+        self,
+        table: &TableName,
+        token: i64,
+    ) -> Statement {
+        sqlite::watched_write_lock(&self.quote(&table.meta()), token)
+    }
+
     /// SQLite's busy timeout, the lock wait: set to `millis`, or read.
     pub(crate) fn sqlite_busy_timeout_statement(self, millis: Option<u128>) -> Statement {
         sqlite::busy_timeout(millis)

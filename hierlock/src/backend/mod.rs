@@ -9,5 +9,5 @@ pub(crate) mod classify;
 pub(crate) mod dialect;
 mod mysql;
 mod postgres;
-mod sqlite;
+pub(crate) mod sqlite;
 pub(crate) mod topology;

@@ -11,6 +11,8 @@ use tracing::Instrument;
 
 use crate::backend::cancel::{CancelOnDrop, Canceller};
 use crate::backend::classify::{Conflict, classify, is_missing_table};
+use crate::backend::sqlite::is_missing_lock_wait_function;
+use crate::backend::sqlite::waits::{Limit, Registration};
 use crate::config::{Config, PostgresLocks, Wait};
 use crate::backend::dialect::{Dialect, server_version};
 use crate::error::{Error, ErrorKind, Result, TxnState};
@@ -295,21 +297,52 @@ impl Locker {
     }
 
     async fn take(&self, run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
-        let restore = run.set_sqlite_busy_timeout().await?;
-        let outcome = match self.inner.strategy {
+        match self.inner.strategy {
             Strategy::BucketRows if self.probes_first() => {
                 self.take_bucket_rows_probing(run, plan).await
             }
             Strategy::BucketRows => self.take_bucket_rows(run, plan).await,
             Strategy::Advisory { .. } => self.take_advisory_probing(run, plan).await,
-            Strategy::SqliteWriteLock => {
-                let stmt = run
-                    .dialect
-                    .sqlite_write_lock_statement(self.inner.config.table());
-                run.query(stmt, false).await.map(drop)
-            }
+            Strategy::SqliteWriteLock => self.take_sqlite_write_lock(run).await,
+        }
+    }
+
+    /// SQLite's write lock. On a connection with hierlock's busy handler
+    /// (see [`crate::sqlite`]) the lock statement names this acquisition's
+    /// registered wait, which the handler follows and ends as soon as the
+    /// registration is dropped (with this future, if it is dropped): no
+    /// setting changes. Without the handler the statement fails to prepare
+    /// (its SQL function is missing), and the wait is the connection's busy
+    /// timeout, set for the attempt and restored after.
+    async fn take_sqlite_write_lock(&self, run: &mut Run<'_, impl ConnectionTrait>) -> Result<()> {
+        let table = self.inner.config.table();
+        let limit = match (run.wait, run.deadline) {
+            (Wait::NoWait, _) => Limit::Now,
+            (_, Some(deadline)) => Limit::Until(deadline.into_std()),
+            (_, None) => Limit::BusyTimeout,
         };
-        run.restore_wait(restore, outcome).await
+        let registration = Registration::new(limit);
+        let stmt = run
+            .dialect
+            .sqlite_watched_write_lock_statement(table, registration.token());
+        tracing::trace!(sql = %stmt.sql, "hierlock lock statement");
+        match run.conn.query_all_raw(stmt).await {
+            Ok(_) => {
+                run.statements += 1;
+                Ok(())
+            }
+            Err(e) if is_missing_lock_wait_function(&e) => {
+                drop(registration);
+                let restore = run.set_sqlite_busy_timeout().await?;
+                let stmt = run.dialect.sqlite_write_lock_statement(table);
+                let outcome = run.query(stmt, false).await.map(drop);
+                run.restore_wait(restore, outcome).await
+            }
+            Err(e) => {
+                run.statements += 1;
+                Err(run.conflict(e, false))
+            }
+        }
     }
 
     /// Whether acquisitions that may wait first try without waiting, so that
@@ -501,7 +534,8 @@ impl<C: ConnectionTrait> Run<'_, C> {
             .map(|(canceller, id)| canceller.arm(*id));
         let statement = self.conn.query_all_raw(stmt);
         // Only a statement that can be cancelled is given up at the deadline
-        // (SQLite's wait is its busy timeout, set to the time left).
+        // (SQLite's wait ends in its busy handler, or with its busy timeout,
+        // set to the time left).
         let deadline = self.deadline.filter(|_| guard.is_some());
         let outcome = match deadline {
             None => statement.await,
@@ -660,12 +694,11 @@ impl<C: ConnectionTrait> Run<'_, C> {
         }
     }
 
-    /// SQLite's lock wait is the connection's busy timeout: read it, then set
-    /// it for the attempt.
+    /// On a SQLite connection without hierlock's busy handler, the lock wait
+    /// is the connection's busy timeout: read it, then set it for the
+    /// attempt. (Not on a connection with the handler: setting the busy
+    /// timeout replaces any busy handler.)
     async fn set_sqlite_busy_timeout(&mut self) -> Result<Restore> {
-        if self.dialect != Dialect::Sqlite {
-            return Ok(Restore::Nothing);
-        }
         let millis = match self.statement_wait(false)? {
             Wait::Block => return Ok(Restore::Nothing),
             Wait::NoWait => 0,
@@ -688,7 +721,7 @@ impl<C: ConnectionTrait> Run<'_, C> {
         ))
     }
 
-    /// Undo [`Run::set_wait`]; the lock failure, if any, is the error worth reporting.
+    /// Undo [`Run::set_sqlite_busy_timeout`]; the lock failure, if any, is the error worth reporting.
     async fn restore_wait(&mut self, restore: Restore, outcome: Result<()>) -> Result<()> {
         let Restore::Statement(stmt) = restore else {
             return outcome;
