@@ -31,8 +31,13 @@ pub enum Backend {
     Postgres,
     /// PostgreSQL with the bucket table instead of advisory locks.
     PostgresBuckets,
-    /// SQLite's database-wide write lock.
+    /// SQLite's database-wide write lock, on a pool with hierlock's busy
+    /// handler (`hierlock::sqlite::connect`): lock waits end with their
+    /// acquisition.
     Sqlite,
+    /// SQLite on a pool without hierlock's busy handler: lock waits are set
+    /// through `PRAGMA busy_timeout`.
+    SqliteWithoutHandler,
 }
 
 /// What a backend promises: the one place this is declared.
@@ -47,15 +52,21 @@ pub enum Promise {
 impl Backend {
     /// The promise this backend keeps.
     pub fn promise(self) -> Promise {
-        match self {
-            Backend::Sqlite => Promise::Coarse,
-            _ => Promise::Exact,
+        if self.is_sqlite() {
+            Promise::Coarse
+        } else {
+            Promise::Exact
         }
+    }
+
+    /// Whether this is SQLite, with or without hierlock's busy handler.
+    pub fn is_sqlite(self) -> bool {
+        matches!(self, Backend::Sqlite | Backend::SqliteWithoutHandler)
     }
 
     /// Whether the server shows lock waits in a view the suite can poll.
     pub fn has_lock_wait_view(self) -> bool {
-        self != Backend::Sqlite
+        !self.is_sqlite()
     }
 
     fn url(self) -> String {
@@ -66,7 +77,7 @@ impl Backend {
                 "HIERLOCK_POSTGRES_URL",
                 "postgres://postgres@127.0.0.1:5432/test",
             ),
-            Backend::Sqlite => return String::new(),
+            Backend::Sqlite | Backend::SqliteWithoutHandler => return String::new(),
         };
         std::env::var(var).unwrap_or_else(|_| default.to_owned())
     }
@@ -101,10 +112,10 @@ impl Fixture {
             .with_bucket_space(bucket_space)
             .expect("test bucket spaces are valid");
         let url = match backend {
-            Backend::Sqlite => sqlite_url(test),
+            _ if backend.is_sqlite() => sqlite_url(&sqlite_path(backend, test)),
             _ => backend.url(),
         };
-        let db = connect(&url).await;
+        let db = connect(backend, &url, MAX_CONNECTIONS).await;
         match backend {
             Backend::MariaDb | Backend::MySql | Backend::PostgresBuckets => {
                 if backend == Backend::PostgresBuckets {
@@ -120,7 +131,7 @@ impl Fixture {
                 let namespace = NEXT_NAMESPACE.fetch_add(1, Ordering::Relaxed);
                 config = config.with_postgres_locks(PostgresLocks::Advisory { namespace });
             }
-            Backend::Sqlite => {}
+            Backend::Sqlite | Backend::SqliteWithoutHandler => {}
         }
         let locker = Locker::connect(&db, config.clone())
             .await
@@ -140,10 +151,10 @@ impl Fixture {
     /// If the server is unreachable or the locker cannot connect.
     pub async fn reconnect(backend: Backend, test: &str, config: Config) -> Fixture {
         let url = match backend {
-            Backend::Sqlite => sqlite_url_of(&sqlite_path(test)),
+            _ if backend.is_sqlite() => sqlite_url_of(&sqlite_path(backend, test)),
             _ => backend.url(),
         };
-        let db = connect(&url).await;
+        let db = connect(backend, &url, MAX_CONNECTIONS).await;
         let locker = Locker::connect(&db, config.clone())
             .await
             .unwrap_or_else(|e| panic!("connecting a locker on {backend:?}: {e}"));
@@ -184,11 +195,28 @@ impl Fixture {
             &format!(":{}/", proxy.port()),
             1,
         );
-        let db = connect(&url).await;
+        let db = connect(self.backend, &url, MAX_CONNECTIONS).await;
         let locker = Locker::connect(&db, self.config.clone())
             .await
             .unwrap_or_else(|e| panic!("connecting a locker through the proxy: {e}"));
         (db, locker)
+    }
+
+    /// Another pool of at most `max_connections` on this test's database,
+    /// built as [`Fixture::db`] was (with hierlock's busy handler or not):
+    /// with one connection, its transactions all run on one connection.
+    ///
+    /// # Panics
+    /// On a server backend (its URL is shared by the tests), or if the file
+    /// cannot be opened.
+    pub async fn another_sqlite_pool(
+        &self,
+        test: &str,
+        max_connections: u32,
+    ) -> DatabaseConnection {
+        assert!(self.backend.is_sqlite(), "{:?} is not SQLite", self.backend);
+        let url = sqlite_url_of(&sqlite_path(self.backend, test));
+        connect(self.backend, &url, max_connections).await
     }
 
     /// Begin a transaction (the server's default isolation).
@@ -297,14 +325,21 @@ pub async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -
         .unwrap_or_else(|_| panic!("{what} did not finish within 10 s"))
 }
 
-async fn connect(url: &str) -> DatabaseConnection {
+/// Room for several concurrent transactions.
+const MAX_CONNECTIONS: u32 = 12;
+
+async fn connect(backend: Backend, url: &str, max_connections: u32) -> DatabaseConnection {
     let mut options = ConnectOptions::new(url.to_owned());
     options
-        .max_connections(12)
+        .max_connections(max_connections)
         .min_connections(1)
         .connect_timeout(Duration::from_secs(10))
         .sqlx_logging(false);
-    Database::connect(options).await.unwrap_or_else(|e| {
+    let connected = match backend {
+        Backend::Sqlite => hierlock::sqlite::connect(options).await,
+        _ => Database::connect(options).await,
+    };
+    connected.unwrap_or_else(|e| {
         panic!("cannot reach {url}: {e} (the suite needs this server; see README)")
     })
 }
@@ -319,17 +354,20 @@ async fn drop_tables(db: &DatabaseConnection, config: &Config) {
     }
 }
 
-/// A fresh SQLite file for `test`.
-fn sqlite_url(test: &str) -> String {
-    let path = sqlite_path(test);
-    let _ = std::fs::remove_file(&path);
-    sqlite_url_of(&path)
+/// A fresh SQLite file at `path`.
+fn sqlite_url(path: &std::path::Path) -> String {
+    let _ = std::fs::remove_file(path);
+    sqlite_url_of(path)
 }
 
-fn sqlite_path(test: &str) -> std::path::PathBuf {
+fn sqlite_path(backend: Backend, test: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join("hierlock-tests");
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(format!("{test}-{}.db", std::process::id()))
+    dir.join(format!(
+        "{test}-{}-{}.db",
+        short(backend),
+        std::process::id()
+    ))
 }
 
 fn sqlite_url_of(path: &std::path::Path) -> String {
@@ -343,5 +381,6 @@ fn short(backend: Backend) -> &'static str {
         Backend::Postgres => "pg",
         Backend::PostgresBuckets => "pgb",
         Backend::Sqlite => "lite",
+        Backend::SqliteWithoutHandler => "litenh",
     }
 }

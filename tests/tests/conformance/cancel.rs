@@ -1,10 +1,12 @@
 //! Giving up a lock wait: a dropped acquisition future, and the deadline of
-//! `Wait::Timeout`, end the wait on the server too.
+//! `Wait::Timeout`, end the wait on the server too (on SQLite, in hierlock's
+//! busy handler).
 
 use std::time::{Duration, Instant};
 
 use hierlock::{ErrorKind, Target, Wait};
 use hierlock_tests::{Backend, Fixture, bounded};
+use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait};
 
 use crate::support::{holding, take};
 
@@ -152,4 +154,184 @@ pub async fn timeouts_have_millisecond_precision(backend: Backend) {
         waited >= timeout && waited < Duration::from_millis(900),
         "waited {waited:?} for a {timeout:?} timeout"
     );
+}
+
+/// SQLite: `Wait::Timeout(d)` gives up a few milliseconds after `d` (the busy
+/// handler's sleep step; SQLite's own busy timeout without the handler).
+pub async fn sqlite_timeouts_are_kept_to_a_few_milliseconds(backend: Backend) {
+    let fx = Fixture::new(backend, "litedeadline", 1000).await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    let _holder = holding(&fx, std::slice::from_ref(&r)).await;
+    for timeout in [150, 40].map(Duration::from_millis) {
+        let waiter = fx.begin().await;
+        let started = Instant::now();
+        let err = bounded(
+            "the timed acquisition",
+            take(
+                &fx,
+                &waiter,
+                std::slice::from_ref(&r),
+                Wait::Timeout(timeout),
+            ),
+        )
+        .await
+        .expect_err("held");
+        let waited = started.elapsed();
+        assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+        eprintln!("{backend:?}: Wait::Timeout({timeout:?}) gave up after {waited:?}");
+        assert!(
+            waited >= timeout && waited < timeout + Duration::from_millis(60),
+            "waited {waited:?} for a {timeout:?} timeout"
+        );
+    }
+}
+
+/// SQLite with hierlock's busy handler: an acquisition future dropped while
+/// it waits stops waiting at once, so its connection serves its next
+/// statement (without the handler it would wait out the busy timeout, 5 s),
+/// and it never takes the lock later.
+pub async fn a_dropped_sqlite_acquisition_frees_its_connection_at_once(backend: Backend) {
+    let fx = Fixture::new(backend, "litedrop", 1000).await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    let holder = holding(&fx, std::slice::from_ref(&r)).await;
+    let waiter = fx.begin().await;
+    tokio::select! {
+        outcome = take(&fx, &waiter, std::slice::from_ref(&r), Wait::Block) => {
+            panic!("granted while held: {outcome:?}")
+        }
+        () = tokio::time::sleep(Duration::from_millis(300)) => {}
+    }
+    let dropped = Instant::now();
+    bounded(
+        "the waiter's next statement",
+        query_i64(&waiter, "SELECT 1"),
+    )
+    .await
+    .expect("the waiter's connection works");
+    let answered = dropped.elapsed();
+    eprintln!("{backend:?}: the waiter's connection answered {answered:?} after the drop");
+    assert!(
+        answered < Duration::from_millis(100),
+        "the dropped acquisition kept its connection waiting for {answered:?}"
+    );
+    // Still waiting, the dropped statement would take the lock as soon as
+    // the holder is gone; it does not, so a no-wait acquisition gets it.
+    holder.commit().await.expect("commit");
+    let third = fx.begin().await;
+    bounded(
+        "a no-wait acquisition",
+        take(&fx, &third, std::slice::from_ref(&r), Wait::NoWait),
+    )
+    .await
+    .expect("the dropped acquisition did not take the lock later");
+    third.rollback().await.expect("rollback");
+    waiter
+        .rollback()
+        .await
+        .expect("the waiter's transaction ends cleanly");
+}
+
+/// SQLite with hierlock's busy handler: acquisitions that succeed, time out
+/// or are dropped mid-wait change no setting of their connection, and its
+/// other statements still wait as its configured busy timeout (5 s, sqlx's
+/// default).
+pub async fn sqlite_acquisitions_leave_the_connections_waits_as_configured(backend: Backend) {
+    const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+    let test = "litesettings";
+    let fx = Fixture::new(backend, test, 1000).await;
+    // One connection: every transaction below runs on it.
+    let one = fx.another_sqlite_pool(test, 1).await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    let ordinary_write = format!("UPDATE {} SET id = id WHERE 0", fx.config.table().meta());
+    // With the handler installed SQLite reports 0 (the handler replaced its
+    // busy timeout; it keeps the value for other statements). Setting it
+    // would remove the handler.
+    let setting = query_i64(&one, "PRAGMA busy_timeout").await.expect("read");
+
+    let holder = holding(&fx, std::slice::from_ref(&r)).await;
+    let txn = one.begin().await.expect("begin");
+    let timeout = Duration::from_millis(150);
+    let err = bounded(
+        "a timed acquisition",
+        take(&fx, &txn, std::slice::from_ref(&r), Wait::Timeout(timeout)),
+    )
+    .await
+    .expect_err("held");
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    let after = query_i64(&txn, "PRAGMA busy_timeout").await.expect("read");
+    assert_eq!(after, setting, "after a timed-out acquisition");
+
+    // Dropped while it waits, long before its deadline.
+    tokio::select! {
+        outcome = take(&fx, &txn, std::slice::from_ref(&r), Wait::Timeout(BUSY_TIMEOUT / 2)) => {
+            panic!("granted while held: {outcome:?}")
+        }
+        () = tokio::time::sleep(Duration::from_millis(200)) => {}
+    }
+    let after = bounded(
+        "reading the setting",
+        query_i64(&txn, "PRAGMA busy_timeout"),
+    )
+    .await
+    .expect("read");
+    assert_eq!(after, setting, "after a dropped acquisition");
+    // An ordinary write waits for the holder, who leaves 500 ms later.
+    let started = Instant::now();
+    let (written, ()) = tokio::join!(
+        bounded("an ordinary write", exec(&txn, &ordinary_write)),
+        async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            holder.rollback().await.expect("rollback");
+        }
+    );
+    written.expect("an ordinary write waits as the busy timeout allows");
+    eprintln!(
+        "{backend:?}: an ordinary write waited {:?} for the holder",
+        started.elapsed()
+    );
+    txn.rollback().await.expect("rollback");
+
+    let txn = one.begin().await.expect("begin");
+    bounded(
+        "an uncontended acquisition",
+        take(&fx, &txn, std::slice::from_ref(&r), Wait::Timeout(timeout)),
+    )
+    .await
+    .expect("free");
+    txn.commit().await.expect("commit");
+    let after = query_i64(&one, "PRAGMA busy_timeout").await.expect("read");
+    assert_eq!(after, setting, "after a successful acquisition");
+
+    // And an ordinary write gives up after the busy timeout, as before.
+    let _holder = holding(&fx, std::slice::from_ref(&r)).await;
+    let started = Instant::now();
+    let err = bounded("an ordinary write", exec(&one, &ordinary_write))
+        .await
+        .expect_err("held");
+    let waited = started.elapsed();
+    eprintln!("{backend:?}: an ordinary write gave up after {waited:?}: {err}");
+    assert_eq!(
+        hierlock::conflict_kind(&err),
+        Some(ErrorKind::LockTimeout),
+        "{err}"
+    );
+    assert!(
+        waited >= BUSY_TIMEOUT && waited < BUSY_TIMEOUT + Duration::from_millis(500),
+        "an ordinary write waited {waited:?}, not the {BUSY_TIMEOUT:?} busy timeout"
+    );
+}
+
+async fn query_i64(conn: &impl ConnectionTrait, sql: &str) -> Result<i64, DbErr> {
+    let row = conn
+        .query_one_raw(Statement::from_string(conn.get_database_backend(), sql))
+        .await?
+        .expect("one row");
+    row.try_get_by_index(0)
+        .map_err(|e| DbErr::Custom(format!("{sql}: {e}")))
+}
+
+async fn exec(conn: &impl ConnectionTrait, sql: &str) -> Result<(), DbErr> {
+    conn.execute_raw(Statement::from_string(conn.get_database_backend(), sql))
+        .await
+        .map(drop)
 }

@@ -25,7 +25,7 @@ impl Lcg {
 /// call, from many tasks at once: never a deadlock, never an error.
 pub async fn ordered_multi_target_stress_never_deadlocks(backend: Backend) {
     let fx = Fixture::new(backend, "stress", 1000).await;
-    let (tasks, rounds) = if backend == Backend::Sqlite {
+    let (tasks, rounds) = if backend.is_sqlite() {
         (4, 15)
     } else {
         (8, 30)

@@ -42,7 +42,9 @@ async fn wait_setting(backend: Backend, txn: &DatabaseTransaction) -> String {
         Backend::Postgres | Backend::PostgresBuckets => {
             query_text(txn, "SELECT current_setting('lock_timeout')").await
         }
-        Backend::Sqlite => query_i64(txn, "PRAGMA busy_timeout").await.to_string(),
+        Backend::Sqlite | Backend::SqliteWithoutHandler => {
+            query_i64(txn, "PRAGMA busy_timeout").await.to_string()
+        }
     }
 }
 

@@ -17,7 +17,9 @@ async fn kill(fx: &Fixture, id: i64) {
         Backend::Postgres | Backend::PostgresBuckets => {
             fx.exec(&format!("SELECT pg_terminate_backend({id})")).await;
         }
-        Backend::Sqlite => unreachable!("SQLite has no server connection to kill"),
+        Backend::Sqlite | Backend::SqliteWithoutHandler => {
+            unreachable!("SQLite has no server connection to kill")
+        }
     }
 }
 

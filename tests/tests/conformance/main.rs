@@ -1,7 +1,8 @@
 //! hierlock's conformance suite: the same promises checked on every backend.
 //!
 //! Each test below exists once per backend (`mariadb::…`, `mysql::…`,
-//! `postgres::…`, `postgres_buckets::…`, `sqlite::…`). What a backend promises
+//! `postgres::…`, `postgres_buckets::…`, `sqlite::…` on a pool with
+//! hierlock's busy handler, `sqlite_without_handler::…`). What a backend promises
 //! (exact hierarchy rule, or one coarse database-wide lock) is declared in
 //! `hierlock_tests::Backend::promise` and checked by `matrix`.
 
@@ -120,7 +121,16 @@ exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     errors::mismatched_or_missing_table_is_refused,
     errors::dropped_table_is_not_provisioned,
     errors::postgres_failure_leaves_the_transaction_usable);
-common_tests!(sqlite => hierlock_tests::Backend::Sqlite);
+common_tests!(sqlite => hierlock_tests::Backend::Sqlite;
+    cancel::timeouts_have_millisecond_precision,
+    cancel::sqlite_timeouts_are_kept_to_a_few_milliseconds,
+    cancel::a_dropped_sqlite_acquisition_frees_its_connection_at_once,
+    cancel::sqlite_acquisitions_leave_the_connections_waits_as_configured);
+// Without the handler: the same promises, but not cancel-safe (see
+// `hierlock::sqlite`).
+common_tests!(sqlite_without_handler => hierlock_tests::Backend::SqliteWithoutHandler;
+    cancel::timeouts_have_millisecond_precision,
+    cancel::sqlite_timeouts_are_kept_to_a_few_milliseconds);
 
 /// Tests that build their own runtimes (a runtime shutting down is the fault).
 mod runtime_shutdown {
@@ -147,5 +157,9 @@ mod runtime_shutdown {
     #[test]
     fn sqlite() {
         test(Backend::Sqlite);
+    }
+    #[test]
+    fn sqlite_without_handler() {
+        test(Backend::SqliteWithoutHandler);
     }
 }

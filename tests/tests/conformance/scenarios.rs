@@ -24,7 +24,7 @@ pub async fn scenario_2_sibling_resources_coexist(backend: Backend) {
         resource("u1", "a1", "r1").write(),
         resource("u1", "a1", "r2").write(),
     );
-    if backend == Backend::Sqlite {
+    if backend.is_sqlite() {
         // Coarse: SQLite serialises every two lock holders.
         assert_waits(&fx, &[r1], &[r2]).await;
     } else {
@@ -68,7 +68,7 @@ pub async fn scenario_5_different_users_are_independent(backend: Backend) {
         Target::account("u2", "a1").write(),
         resource("u2", "a1", "r1").write(),
     ] {
-        if backend == Backend::Sqlite {
+        if backend.is_sqlite() {
             assert_waits(&fx, std::slice::from_ref(&u1), &[other]).await;
         } else {
             assert_coexists(&fx, std::slice::from_ref(&u1), &[other]).await;
@@ -146,7 +146,7 @@ pub async fn scenario_7_many_resources_in_any_order_never_deadlock(backend: Back
     let resources: Vec<_> = (0..6)
         .map(|i| resource("u1", "a1", &format!("r{i}")).write())
         .collect();
-    let rounds = if backend == Backend::Sqlite { 10 } else { 40 };
+    let rounds = if backend.is_sqlite() { 10 } else { 40 };
     let tasks: Vec<_> = (0..4)
         .map(|task| {
             let (locker, db) = (fx.locker.clone(), fx.db.clone());
@@ -179,7 +179,7 @@ pub async fn scenario_7_many_resources_in_any_order_never_deadlock(backend: Back
 pub async fn readers_share_and_writers_wait_for_readers(backend: Backend) {
     let fx = Fixture::new(backend, "reads", 1000).await;
     let read = resource("u1", "a1", "r1").read();
-    if backend == Backend::Sqlite {
+    if backend.is_sqlite() {
         assert_waits(
             &fx,
             std::slice::from_ref(&read),

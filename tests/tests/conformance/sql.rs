@@ -24,7 +24,11 @@ pub async fn statements_per_resource_write_lock(backend: Backend) {
         // The MySQL family: one UNION with a lock clause per row, tried
         // without waiting first (uncontended, that is all); one advisory
         // statement for the whole plan; one write on SQLite.
-        Backend::MariaDb | Backend::MySql | Backend::Postgres | Backend::Sqlite => 1,
+        Backend::MariaDb
+        | Backend::MySql
+        | Backend::Postgres
+        | Backend::Sqlite
+        | Backend::SqliteWithoutHandler => 1,
     };
     assert_eq!(statements, expected);
     // Ten resources of one account are still two statements on the bucket table.
