@@ -84,7 +84,10 @@ pub enum Wait {
     /// server too (MySQL, MariaDB, PostgreSQL): hierlock interrupts the lock
     /// statement from a side connection, so it never takes its locks later.
     /// The transaction's next statement then fails with the interrupted
-    /// statement's error; roll it back (dropping it does).
+    /// statement's error; roll it back (dropping it does). On SQLite,
+    /// hierlock's busy handler ends the wait within about 5 ms, and the
+    /// transaction stays usable; a pool without the handler goes on waiting
+    /// until the busy timeout (see `hierlock::sqlite`).
     #[default]
     Block,
     /// Fail at once with [`Error::WouldBlock`].
@@ -93,10 +96,11 @@ pub enum Wait {
     /// statements it takes, and fail with [`Error::LockTimeout`]. hierlock
     /// keeps the deadline to the millisecond and interrupts the waiting
     /// statement on the server (MySQL, MariaDB, PostgreSQL; MariaDB's
-    /// `WAIT n` bounds it on the server too); SQLite waits as its busy timeout,
-    /// set to the time left. No session setting is changed on MySQL, MariaDB
-    /// or PostgreSQL. Must be non-zero (use [`Wait::NoWait`]) and at most
-    /// [`MAX_TIMEOUT`].
+    /// `WAIT n` bounds it on the server too); on SQLite hierlock's busy
+    /// handler keeps it, or without the handler the busy timeout, set to the
+    /// time left and restored after. No session setting is changed on MySQL,
+    /// MariaDB or PostgreSQL, nor on SQLite with the handler. Must be
+    /// non-zero (use [`Wait::NoWait`]) and at most [`MAX_TIMEOUT`].
     Timeout(Duration),
 }
 

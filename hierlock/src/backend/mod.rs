@@ -1,8 +1,8 @@
 //! What hierlock knows of each server: which one it is and the SQL it gets
 //! ([`dialect`], with the statements of [`mysql`], [`postgres`] and
 //! [`sqlite`]), what its error codes mean ([`classify`]), how a waiting
-//! statement is interrupted ([`cancel`]) and where its locks would not
-//! exclude ([`topology`]).
+//! statement is interrupted ([`cancel`]; on SQLite, in its busy handler) and
+//! where its locks would not exclude ([`topology`]).
 
 pub(crate) mod cancel;
 pub(crate) mod classify;

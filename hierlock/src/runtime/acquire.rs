@@ -81,7 +81,9 @@ impl Locker {
     ///
     /// With the bucket table (MySQL, MariaDB, or PostgreSQL with
     /// [`PostgresLocks::BucketTable`]) this reads the table's metadata row.
-    /// On SQLite it creates hierlock's one-row metadata table if missing.
+    /// On SQLite it creates hierlock's one-row metadata table if missing;
+    /// connect SQLite's pool with `hierlock::sqlite::connect`, so that its
+    /// lock waits end when their acquisition is dropped.
     ///
     /// # Errors
     /// - [`Error::NotProvisioned`]: the bucket table or its metadata is missing,
@@ -308,7 +310,7 @@ impl Locker {
     }
 
     /// SQLite's write lock. On a connection with hierlock's busy handler
-    /// (see [`crate::sqlite`]) the lock statement names this acquisition's
+    /// (see `hierlock::sqlite`) the lock statement names this acquisition's
     /// registered wait, which the handler follows and ends as soon as the
     /// registration is dropped (with this future, if it is dropped): no
     /// setting changes. Without the handler the statement fails to prepare

@@ -1,7 +1,7 @@
 //! SQLite: one database-wide write lock per transaction, waited for in the
 //! connection's busy handler.
 //!
-//! On a connection with hierlock's busy handler ([`crate::sqlite`]), the lock
+//! On a connection with hierlock's busy handler (`hierlock::sqlite`), the lock
 //! statement carries its acquisition's token, and the handler waits as that
 //! acquisition allows ([`waits`]); every other statement waits as the
 //! connection's busy timeout. Elsewhere the busy timeout is the lock wait,
