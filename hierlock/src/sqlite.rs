@@ -12,8 +12,8 @@
 //!   milliseconds; [`Wait::NoWait`](crate::Wait::NoWait) does not wait;
 //!   [`Wait::Block`](crate::Wait::Block) waits as the busy timeout), and stops
 //!   within about 5 ms when the acquisition's future is dropped (a cancelled
-//!   request, `tokio::time::timeout`, `select!`): the connection is free at
-//!   once, and the dropped acquisition never takes the lock later;
+//!   request, `tokio::time::timeout`, `select!`): from then on it cannot take
+//!   the lock, and the transaction's next statement runs at once;
 //! - every other statement on the connection waits as the connection's busy
 //!   timeout, as before (sqlx's
 //!   [`SqliteConnectOptions::busy_timeout`](sea_orm::sqlx::sqlite::SqliteConnectOptions::busy_timeout),

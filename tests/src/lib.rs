@@ -93,6 +93,8 @@ pub struct Fixture {
     pub locker: Locker,
     /// The configuration the locker was made with.
     pub config: Config,
+    /// Where [`Fixture::db`] connects.
+    url: String,
 }
 
 /// Advisory namespaces handed out to PostgreSQL tests, one each.
@@ -141,6 +143,7 @@ impl Fixture {
             db,
             locker,
             config,
+            url,
         }
     }
 
@@ -163,6 +166,7 @@ impl Fixture {
             db,
             locker,
             config,
+            url,
         }
     }
 
@@ -203,20 +207,14 @@ impl Fixture {
     }
 
     /// Another pool of at most `max_connections` on this test's database,
-    /// built as [`Fixture::db`] was (with hierlock's busy handler or not):
-    /// with one connection, its transactions all run on one connection.
+    /// built as [`Fixture::db`] was (on SQLite, with hierlock's busy handler
+    /// or not): with one connection, its transactions all run on one
+    /// connection.
     ///
     /// # Panics
-    /// On a server backend (its URL is shared by the tests), or if the file
-    /// cannot be opened.
-    pub async fn another_sqlite_pool(
-        &self,
-        test: &str,
-        max_connections: u32,
-    ) -> DatabaseConnection {
-        assert!(self.backend.is_sqlite(), "{:?} is not SQLite", self.backend);
-        let url = sqlite_url_of(&sqlite_path(self.backend, test));
-        connect(self.backend, &url, max_connections).await
+    /// If the server is unreachable.
+    pub async fn another_pool(&self, max_connections: u32) -> DatabaseConnection {
+        connect(self.backend, &self.url, max_connections).await
     }
 
     /// Begin a transaction (the server's default isolation).

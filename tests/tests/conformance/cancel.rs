@@ -237,10 +237,9 @@ pub async fn a_dropped_sqlite_acquisition_frees_its_connection_at_once(backend: 
 /// default).
 pub async fn sqlite_acquisitions_leave_the_connections_waits_as_configured(backend: Backend) {
     const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-    let test = "litesettings";
-    let fx = Fixture::new(backend, test, 1000).await;
+    let fx = Fixture::new(backend, "litesettings", 1000).await;
     // One connection: every transaction below runs on it.
-    let one = fx.another_sqlite_pool(test, 1).await;
+    let one = fx.another_pool(1).await;
     let r = Target::resource("u1", "a1", "r1").write();
     let ordinary_write = format!("UPDATE {} SET id = id WHERE 0", fx.config.table().meta());
     // With the handler installed SQLite reports 0 (the handler replaced its
