@@ -62,7 +62,8 @@ use crate::backend::sqlite::{LOCK_WAIT_FUNCTION, busy_handler};
 /// [`Database::connect`] uses them, with the pool's `after_connect` set by
 /// [`with_busy_handler`] (so it replaces any
 /// [`ConnectOptions::map_sqlx_sqlite_pool_opts`] of `options`: to keep one,
-/// call [`with_busy_handler`] in it instead).
+/// call [`with_busy_handler`] in it instead). A URL of another database
+/// connects as [`Database::connect`] does, without the handler.
 ///
 /// # Errors
 /// Those of [`Database::connect`], and a connection error if the handler
@@ -112,7 +113,8 @@ pub async fn install_busy_handler(conn: &mut SqliteConnection) -> Result<(), sql
 /// Whether hierlock's handler is on `conn` (its SQL function exists).
 async fn has_busy_handler(conn: &mut SqliteConnection) -> bool {
     let probe = format!("SELECT {LOCK_WAIT_FUNCTION}(0)");
-    // Not cached: it fails on every connection but the first of a pool.
+    // Not a cached statement: it runs once per connection, and fails on a
+    // new one.
     sqlx::raw_sql(sqlx::AssertSqlSafe(probe))
         .execute(conn)
         .await
