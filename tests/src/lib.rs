@@ -206,6 +206,11 @@ impl Fixture {
         (db, locker)
     }
 
+    /// Where [`Fixture::db`] connects.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// Another pool of at most `max_connections` on this test's database,
     /// built as [`Fixture::db`] was (on SQLite, with hierlock's busy handler
     /// or not): with one connection, its transactions all run on one

@@ -320,6 +320,63 @@ pub async fn sqlite_acquisitions_leave_the_connections_waits_as_configured(backe
     );
 }
 
+/// `hierlock::sqlite::install_busy_handler` in an application's own
+/// `after_connect`, on a sqlx pool given to SeaORM, run twice: the second
+/// does nothing (it would otherwise read the busy timeout as 0, which SQLite
+/// reports once a busy handler replaced it, and ordinary statements would
+/// stop waiting).
+pub async fn installing_the_sqlite_busy_handler_twice_keeps_the_busy_timeout(backend: Backend) {
+    use sea_orm::sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+    let fx = Fixture::new(backend, "litetwice", 1000).await;
+    let options: SqliteConnectOptions = fx.url().parse().expect("a SQLite URL");
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .after_connect(|conn, _meta| {
+            Box::pin(async move {
+                hierlock::sqlite::install_busy_handler(conn).await?;
+                hierlock::sqlite::install_busy_handler(conn).await
+            })
+        })
+        .connect_with(options)
+        .await
+        .expect("a pool");
+    let db = sea_orm::SqlxSqliteConnector::from_sqlx_sqlite_pool(pool);
+    let r = Target::resource("u1", "a1", "r1").write();
+    let holder = holding(&fx, std::slice::from_ref(&r)).await;
+    let ordinary_write = format!("UPDATE {} SET id = id WHERE 0", fx.config.table().meta());
+    let (written, ()) = tokio::join!(
+        bounded("an ordinary write", exec(&db, &ordinary_write)),
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            holder.rollback().await.expect("rollback");
+        }
+    );
+    written.expect("an ordinary write waits as the busy timeout allows");
+    // And the lock statement's waits follow the acquisition.
+    let _holder = holding(&fx, std::slice::from_ref(&r)).await;
+    let txn = db.begin().await.expect("begin");
+    let started = Instant::now();
+    let err = bounded(
+        "a timed acquisition",
+        take(
+            &fx,
+            &txn,
+            std::slice::from_ref(&r),
+            Wait::Timeout(Duration::from_millis(100)),
+        ),
+    )
+    .await
+    .expect_err("held");
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_millis(160), "waited {waited:?}");
+    let setting = query_i64(&txn, "PRAGMA busy_timeout").await.expect("read");
+    assert_eq!(
+        setting, 0,
+        "the handler is installed and the setting untouched"
+    );
+}
+
 async fn query_i64(conn: &impl ConnectionTrait, sql: &str) -> Result<i64, DbErr> {
     let row = conn
         .query_one_raw(Statement::from_string(conn.get_database_backend(), sql))

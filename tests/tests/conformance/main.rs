@@ -125,7 +125,8 @@ common_tests!(sqlite => hierlock_tests::Backend::Sqlite;
     cancel::timeouts_have_millisecond_precision,
     cancel::sqlite_timeouts_are_kept_to_a_few_milliseconds,
     cancel::a_dropped_sqlite_acquisition_frees_its_connection_at_once,
-    cancel::sqlite_acquisitions_leave_the_connections_waits_as_configured);
+    cancel::sqlite_acquisitions_leave_the_connections_waits_as_configured,
+    cancel::installing_the_sqlite_busy_handler_twice_keeps_the_busy_timeout);
 // Without the handler: the same promises, but not cancel-safe (see
 // `hierlock::sqlite`).
 common_tests!(sqlite_without_handler => hierlock_tests::Backend::SqliteWithoutHandler;
