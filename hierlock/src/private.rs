@@ -35,6 +35,7 @@ pub fn request<A: AccessMarker>(target: Target) -> Request {
     match A::ACCESS {
         Access::Read => target.read(),
         Access::Write => target.write(),
+        Access::ReadSubtree => target.read_subtree(),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::runtime::acquire::{LockSet, Locker};
 use crate::config::Wait;
 use crate::error::{Error, Result};
 use crate::model::level::Level;
-use crate::model::plan::{Keyspace, LockKey, LockMode, PlannedLock};
+use crate::model::plan::{KeyKind, Keyspace, LockKey, LockMode, PlannedLock};
 use crate::model::target::{Access, Request, Target};
 
 mod sealed {
@@ -68,14 +68,23 @@ pub enum Write {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Read {}
 
+/// A subtree read as a type: the proof may read the node and everything
+/// below it, and no writer of that subtree runs meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReadSubtree {}
+
 impl sealed::Sealed for Write {}
 impl sealed::Sealed for Read {}
+impl sealed::Sealed for ReadSubtree {}
 
 impl AccessMarker for Write {
     const ACCESS: Access = Access::Write;
 }
 impl AccessMarker for Read {
     const ACCESS: Access = Access::Read;
+}
+impl AccessMarker for ReadSubtree {
+    const ACCESS: Access = Access::ReadSubtree;
 }
 
 /// `Self`, a proof's level, protects writes to entities at level `T`:
@@ -353,10 +362,14 @@ fn merge(a: &[PlannedLock], b: &[PlannedLock]) -> Vec<PlannedLock> {
 }
 
 fn describe_key(key: LockKey) -> String {
+    let stripe = match key.kind {
+        KeyKind::Node => "",
+        KeyKind::Stripe => " stripe",
+    };
     format!(
-        "the {} lock (level {}, slot {})",
+        "the {}{stripe} lock (level {}, slot {})",
         key.level,
-        key.level.as_u8(),
+        key.table_level(),
         key.slot
     )
 }
@@ -375,7 +388,7 @@ mod tests {
 
     fn lock(level: Level, slot: i64, mode: LockMode) -> PlannedLock {
         PlannedLock {
-            key: LockKey { level, slot },
+            key: LockKey::node(level, slot),
             mode,
         }
     }
