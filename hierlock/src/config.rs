@@ -104,10 +104,10 @@ pub enum Wait {
 impl Wait {
     pub(crate) fn validate(self) -> Result<Self> {
         match self {
-            Wait::Timeout(d) if d.is_zero() => Err(Error::InvalidConfig(
+            Wait::Timeout(d) if d.is_zero() => Err(Error::Misuse(
                 "a lock timeout must be non-zero: use Wait::NoWait to fail at once".into(),
             )),
-            Wait::Timeout(d) if d > MAX_TIMEOUT => Err(Error::InvalidConfig(format!(
+            Wait::Timeout(d) if d > MAX_TIMEOUT => Err(Error::Misuse(format!(
                 "a lock timeout must be at most {MAX_TIMEOUT:?}, got {d:?}"
             ))),
             wait => Ok(wait),
@@ -220,7 +220,7 @@ impl Config {
     /// Wait this way unless a call says otherwise.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a zero or too long timeout.
+    /// [`Error::Misuse`] for a zero or too long timeout (as a call given one).
     pub fn with_wait(mut self, wait: Wait) -> Result<Self> {
         self.wait = wait.validate()?;
         Ok(self)

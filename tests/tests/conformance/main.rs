@@ -49,7 +49,7 @@ macro_rules! common_tests {
             errors::empty_ids_fail_before_any_sql,
             errors::nowait_conflict_is_would_block,
             errors::timeout_conflict_is_lock_timeout_and_restores_the_setting,
-            errors::out_of_range_timeouts_are_invalid_and_long_ones_work,
+            errors::out_of_range_timeouts_are_misuse_and_long_ones_work,
             sql::statements_per_resource_write_lock,
             sql::the_largest_acquisition_works,
             handle::handle_holds_until_release,
