@@ -9,7 +9,7 @@ use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, Statement};
 
 use crate::support::{holding, take};
 
-async fn query_i64(txn: &DatabaseTransaction, sql: &str) -> i64 {
+pub(crate) async fn query_i64(txn: &DatabaseTransaction, sql: &str) -> i64 {
     let row = txn
         .query_one_raw(Statement::from_string(txn.get_database_backend(), sql))
         .await
