@@ -4,10 +4,10 @@
 //! A [`Locked<'t, L, A>`](Locked) is what `#[hierlocked]` gives a method's
 //! body. `L` is the level of the most specific target locked
 //! ([`UserLevel`], [`AccountLevel`] or [`ResourceLevel`]) and `A` the access
-//! ([`Write`] or [`Read`]). Writes to [protected entities](crate::Protect)
-//! take a proof and compile only when `L` [`Covers`] the entity's level and
-//! `A` is [`Write`]; at run time they also check that the row itself is
-//! covered.
+//! ([`Write`], [`Read`] or [`ReadSubtree`]). Writes to
+//! [protected entities](crate::Protect) take a proof and compile only when
+//! `L` [`Covers`] the entity's level and `A` is [`Write`]; at run time they
+//! also check that the row itself is covered.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -31,7 +31,7 @@ pub trait LevelMarker: sealed::Sealed + Send + Sync + 'static {
     const LEVEL: Level;
 }
 
-/// An access as a type: [`Write`] or [`Read`].
+/// An access as a type: [`Write`], [`Read`] or [`ReadSubtree`].
 pub trait AccessMarker: sealed::Sealed + Send + Sync + 'static {
     /// The access this type stands for.
     const ACCESS: Access;
@@ -104,11 +104,12 @@ impl Covers<AccountLevel> for AccountLevel {}
 impl Covers<ResourceLevel> for AccountLevel {}
 impl Covers<ResourceLevel> for ResourceLevel {}
 
-/// `Self`, a proof's access, allows writes.
+/// `Self`, a proof's access, allows writes: only [`Write`] does, since
+/// [`Read`] and [`ReadSubtree`] hold shared locks.
 #[diagnostic::on_unimplemented(
-    message = "a read-lock proof cannot write",
+    message = "a read-lock proof (`read` or `read_subtree`) cannot write",
     label = "this proof holds shared (read) locks",
-    note = "drop `read` from `#[hierlocked(..)]` to take write locks"
+    note = "drop `read` or `read_subtree` from `#[hierlocked(..)]` to take write locks"
 )]
 pub trait CanWrite: AccessMarker {}
 
