@@ -12,7 +12,7 @@ use crate::model::id::LockId;
 use crate::guarantee::proof::{AccessMarker, LevelMarker, Locked, Prior};
 use crate::model::target::{Access, Request, Target};
 
-pub use crate::guarantee::protect::{active_value, id_text, version_number};
+pub use crate::guarantee::protect::{active_value, id_text, version_number, version_range};
 pub use sea_orm;
 
 /// Take the locks of a `#[hierlocked]` call and prove them.

@@ -65,6 +65,7 @@ macro_rules! common_tests {
             versions::two_edits_from_one_version_have_one_winner,
             versions::a_stale_delete_conflicts_and_keeps_the_row,
             versions::a_proof_and_a_version_at_once_and_in_bulk,
+            versions::a_version_at_its_largest_wraps_to_its_smallest,
             subtree::subtree_matrix_matches_the_mgl_oracle,
             subtree::subtree_stress_never_deadlocks_and_subtree_reads_see_no_write,
             subtree::subtree_read_without_stripes_is_misuse_before_any_sql
