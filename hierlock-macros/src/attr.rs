@@ -65,6 +65,7 @@ pub(crate) const HIERLOCKED_KEYS: &[&str] = &[
     "resource",
     "resources",
     "read",
+    "read_subtree",
     "nowait",
     "timeout",
     "txn",
@@ -82,6 +83,7 @@ pub(crate) struct HierlockedArgs {
     pub(crate) resource: Slot<Expr>,
     pub(crate) resources: Slot<Expr>,
     pub(crate) read: Slot<bool>,
+    pub(crate) read_subtree: Slot<bool>,
     pub(crate) nowait: Slot<bool>,
     pub(crate) timeout: Slot<Expr>,
     pub(crate) txn: Slot<Ident>,
@@ -109,6 +111,8 @@ impl Parse for HierlockedArgs {
                 args.resources.set(&key, value(input)?, ctxt);
             } else if key == "read" {
                 args.read.set(&key, flag(input)?, ctxt);
+            } else if key == "read_subtree" {
+                args.read_subtree.set(&key, flag(input)?, ctxt);
             } else if key == "nowait" {
                 args.nowait.set(&key, flag(input)?, ctxt);
             } else if key == "timeout" {
@@ -271,7 +275,7 @@ mod tests {
             let key: proc_macro2::TokenStream = key.parse().expect("a key");
             let value = match key.to_string().as_str() {
                 "crate" => quote::quote!(::x),
-                "read" | "nowait" => quote::quote!(true),
+                "read" | "read_subtree" | "nowait" => quote::quote!(true),
                 _ => quote::quote!(x),
             };
             let args = parse_hierlocked(quote::quote!(#key = #value));

@@ -49,7 +49,7 @@ struct Plan {
     async_trait: bool,
     krate: Path,
     level: &'static str,
-    read: bool,
+    access: Access,
     requests: TokenStream,
     wait: TokenStream,
     locker: TokenStream,
@@ -76,6 +76,7 @@ impl Plan {
             resource,
             resources,
             read,
+            read_subtree,
             nowait,
             timeout,
             txn,
@@ -101,14 +102,14 @@ impl Plan {
             .get()
             .cloned()
             .unwrap_or_else(|| parse_quote!(::hierlock));
-        let read = read.get().copied().unwrap_or(false);
+        let access = Access::of(&read, &read_subtree, &mut ctxt);
         let targets = Targets {
             user: user.get(),
             account: account.get(),
             resource: &resource,
             resources: &resources,
         };
-        let (level, requests) = targets.requests(&krate, read, &mut ctxt);
+        let (level, requests) = targets.requests(&krate, access, &mut ctxt);
 
         let nowait = nowait.get().copied().unwrap_or(false);
         if let (true, Some(key)) = (nowait, timeout.key()) {
@@ -144,7 +145,7 @@ impl Plan {
             async_trait,
             krate,
             level,
-            read,
+            access,
             requests,
             wait,
             locker,
@@ -159,7 +160,7 @@ impl Plan {
             async_trait,
             krate,
             level,
-            read,
+            access,
             requests,
             wait,
             locker,
@@ -177,7 +178,7 @@ impl Plan {
             .into_iter()
             .partition(|a| matches!(a.style, AttrStyle::Inner(_)));
         let level = Ident::new(level, Span::call_site());
-        let access = access_type(&krate, read);
+        let access = access.proof_type(&krate);
         let error = Ident::new("__hierlock_error", Span::call_site());
         let proved = Ident::new("__hierlock_proof", Span::call_site());
         // Errors about the return type point at the return type: every token
@@ -387,7 +388,7 @@ impl Targets<'_> {
     fn requests(
         &self,
         krate: &Path,
-        read: bool,
+        access: Access,
         ctxt: &mut Ctxt,
     ) -> (Option<&'static str>, TokenStream) {
         for (slot, what) in [
@@ -419,7 +420,7 @@ impl Targets<'_> {
             );
             return (None, TokenStream::new());
         };
-        let access = access_type(krate, read);
+        let access = access.proof_type(krate);
         let id = |expr: &Expr| quote_spanned!(expr.span()=> #krate::__private::id(&(#expr)));
         let one = |target: TokenStream| {
             quote!(::std::vec![#krate::__private::request::<#access>(#target)])
@@ -491,11 +492,41 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
-fn access_type(krate: &Path, read: bool) -> TokenStream {
-    if read {
-        quote!(#krate::proof::Read)
-    } else {
-        quote!(#krate::proof::Write)
+/// The access the locks are taken with: `read`, `read_subtree`, or a write.
+#[derive(Clone, Copy)]
+enum Access {
+    Write,
+    Read,
+    ReadSubtree,
+}
+
+impl Access {
+    /// The access the flags ask for; both set is an error at `read_subtree`.
+    fn of(read: &Slot<bool>, read_subtree: &Slot<bool>, ctxt: &mut Ctxt) -> Access {
+        let read = read.get().copied().unwrap_or(false);
+        let subtree = read_subtree.get().copied().unwrap_or(false);
+        match (read, subtree, read_subtree.key()) {
+            (true, true, Some(key)) => {
+                ctxt.error(
+                    key,
+                    "give either `read` (shared locks on the targets) or `read_subtree` \
+                     (shared locks on the targets and everything below them), not both",
+                );
+                Access::Read
+            }
+            (_, true, _) => Access::ReadSubtree,
+            (true, ..) => Access::Read,
+            _ => Access::Write,
+        }
+    }
+
+    /// The proof's access type, `hierlock::proof::{Write, Read, ReadSubtree}`.
+    fn proof_type(self, krate: &Path) -> TokenStream {
+        match self {
+            Access::Write => quote!(#krate::proof::Write),
+            Access::Read => quote!(#krate::proof::Read),
+            Access::ReadSubtree => quote!(#krate::proof::ReadSubtree),
+        }
     }
 }
 

@@ -248,6 +248,12 @@ fn version_impl(krate: &Path, version: Option<&Ident>) -> (TokenStream, TokenStr
         const VERSION_FIELD: ::core::option::Option<&'static str> =
             ::core::option::Option::Some(#name);
 
+        fn version_range() -> (i64, i64) {
+            #krate::__private::version_range(
+                |model: &<Self as #sea_orm::EntityTrait>::Model| &model.#field,
+            )
+        }
+
         fn row_version(
             model: &<Self as #sea_orm::EntityTrait>::Model,
         ) -> ::core::option::Option<i64> {

@@ -53,6 +53,9 @@ use proc_macro::TokenStream;
 ///   or `resources = <iterable>` for several resources of one account, locked
 ///   in one acquisition;
 /// - `read`: shared locks, and a proof that cannot write;
+/// - `read_subtree`: shared locks on the target and everything below it (no
+///   write of the subtree runs meanwhile; needs `Config::with_subtree_reads`),
+///   and a proof that cannot write; not with `read`;
 /// - `nowait`, or `timeout = <Duration>`: how long to wait;
 /// - `txn = <parameter>`: the transaction (default: the one parameter of type
 ///   `DatabaseTransaction`, by value or reference);
@@ -66,9 +69,9 @@ use proc_macro::TokenStream;
 ///
 /// The body gets `lock: hierlock::Locked<'_, L, A>`, with `L` the level of the
 /// most specific target (`UserLevel`, `AccountLevel`, `ResourceLevel`) and `A`
-/// `Write` or `Read`. If the locks cannot be taken the body does not run, and
-/// the function returns `Err(E::from(hierlock::Error))`: it must return
-/// `Result<_, E>` with `E: From<hierlock::Error>`.
+/// `Write`, `Read` or `ReadSubtree`. If the locks cannot be taken the body does
+/// not run, and the function returns `Err(E::from(hierlock::Error))`: it must
+/// return `Result<_, E>` with `E: From<hierlock::Error>`.
 ///
 /// The full reference (expansion, composition, every compile error) is
 /// [`docs/hierlocked.md`](https://github.com/hierlock/hierlock/blob/main/docs/hierlocked.md)

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::model::key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE};
+use crate::model::stripe::SubtreeReads;
 
 /// The seed's table name.
 pub const DEFAULT_TABLE: &str = "hier_lock_buckets";
@@ -107,10 +108,10 @@ pub enum Wait {
 impl Wait {
     pub(crate) fn validate(self) -> Result<Self> {
         match self {
-            Wait::Timeout(d) if d.is_zero() => Err(Error::InvalidConfig(
+            Wait::Timeout(d) if d.is_zero() => Err(Error::Misuse(
                 "a lock timeout must be non-zero: use Wait::NoWait to fail at once".into(),
             )),
-            Wait::Timeout(d) if d > MAX_TIMEOUT => Err(Error::InvalidConfig(format!(
+            Wait::Timeout(d) if d > MAX_TIMEOUT => Err(Error::Misuse(format!(
                 "a lock timeout must be at most {MAX_TIMEOUT:?}, got {d:?}"
             ))),
             wait => Ok(wait),
@@ -169,6 +170,7 @@ pub struct Config {
     wait: Wait,
     postgres: PostgresLocks,
     galera_single_writer: bool,
+    subtree_reads: SubtreeReads,
 }
 
 impl Default for Config {
@@ -180,6 +182,7 @@ impl Default for Config {
             wait: Wait::default(),
             postgres: PostgresLocks::default(),
             galera_single_writer: false,
+            subtree_reads: SubtreeReads::Off,
         }
     }
 }
@@ -221,7 +224,7 @@ impl Config {
     /// Wait this way unless a call says otherwise.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a zero or too long timeout.
+    /// [`Error::Misuse`] for a zero or too long timeout (as a call given one).
     pub fn with_wait(mut self, wait: Wait) -> Result<Self> {
         self.wait = wait.validate()?;
         Ok(self)
@@ -251,6 +254,40 @@ impl Config {
     /// Whether a Galera node is accepted (see [`Config::with_galera_single_writer`]).
     pub fn galera_single_writer(&self) -> bool {
         self.galera_single_writer
+    }
+
+    /// Use the lock layout `subtree_reads`: with
+    /// [`SubtreeReads::Striped`], [`Target::read_subtree`](crate::Target::read_subtree)
+    /// is available and every write takes one stripe lock per ancestor. The
+    /// bucket table must be provisioned for it (its stripe levels 3 and 4),
+    /// and every service sharing the lock store must use the same layout.
+    pub fn with_subtree_reads(mut self, subtree_reads: SubtreeReads) -> Self {
+        self.subtree_reads = subtree_reads;
+        self
+    }
+
+    /// The lock layout (see [`Config::with_subtree_reads`]).
+    pub fn subtree_reads(&self) -> SubtreeReads {
+        self.subtree_reads
+    }
+
+    /// The bucket table levels this layout uses: 0–2 for the nodes, and 3–4
+    /// for the users' and accounts' stripes when subtree reads are on.
+    pub fn table_levels(&self) -> std::ops::Range<u8> {
+        match self.subtree_reads {
+            SubtreeReads::Off => 0..3,
+            SubtreeReads::Striped { .. } => 0..5,
+        }
+    }
+
+    /// The layout's name as the metadata row records it: the key scheme's
+    /// name, followed by `+stripes-K` with subtree reads.
+    pub fn layout_name(&self) -> String {
+        format!(
+            "{}{}",
+            self.key_scheme.name(),
+            self.subtree_reads.layout_suffix()
+        )
     }
 
     /// Represent locks on PostgreSQL this way.

@@ -63,7 +63,11 @@ with_a_backend! {
     pub use model::id::LockId;
     pub use model::key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory_key};
     pub use model::level::Level;
-    pub use model::plan::{Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock};
+    pub use model::plan::{
+        KeyKind, Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock,
+        STRIPE_LEVEL_OFFSET,
+    };
+    pub use model::stripe::{MAX_STRIPES, SubtreeReads, advisory_stripe_level};
     pub use runtime::retry::{RetryPolicy, Retryable, retry};
     pub use model::target::{Access, Request, Target};
     pub use backend::topology::Topology;

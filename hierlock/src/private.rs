@@ -12,7 +12,7 @@ use crate::model::id::LockId;
 use crate::guarantee::proof::{AccessMarker, LevelMarker, Locked, Prior};
 use crate::model::target::{Access, Request, Target};
 
-pub use crate::guarantee::protect::{active_value, id_text, version_number};
+pub use crate::guarantee::protect::{active_value, id_text, version_number, version_range};
 pub use sea_orm;
 
 /// Take the locks of a `#[hierlocked]` call and prove them.
@@ -35,6 +35,7 @@ pub fn request<A: AccessMarker>(target: Target) -> Request {
     match A::ACCESS {
         Access::Read => target.read(),
         Access::Write => target.write(),
+        Access::ReadSubtree => target.read_subtree(),
     }
 }
 

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! hier_lock_buckets(level TINYINT, bucket INT, PRIMARY KEY (level, bucket))
+//!     -- levels 0-2: users, accounts, resources; with subtree reads also
+//!     -- 3-4: the users' and accounts' stripes (Config::table_levels)
 //! hier_lock_buckets_meta(id, key_scheme, bucket_space, complete)   -- one row, id = 1
 //! ```
 //!
@@ -18,6 +20,21 @@ use crate::config::Config;
 use crate::backend::dialect::Dialect;
 use crate::error::{Error, Result, TxnState};
 use crate::model::key::KeyScheme;
+use crate::model::stripe::SubtreeReads;
+
+/// What the bucket table's `level` column value `level` holds: `user`,
+/// `account`, `resource`, `user stripes`, `account stripes` (see
+/// [`Config::table_levels`]).
+pub fn level_name(level: u8) -> &'static str {
+    match level {
+        0 => "user",
+        1 => "account",
+        2 => "resource",
+        3 => "user stripes",
+        4 => "account stripes",
+        _ => "unknown",
+    }
+}
 
 /// The `id` of the one metadata row.
 pub const META_ROW_ID: i32 = 1;
@@ -58,12 +75,22 @@ pub fn create_meta_table(dialect: Dialect, config: &Config) -> String {
 /// What the metadata row records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Metadata {
-    /// The key scheme's name ([`KeyScheme::name`]).
+    /// The layout's name ([`Config::layout_name`]): the key scheme's name
+    /// ([`KeyScheme::name`]), and `+stripes-K` with subtree reads.
     pub key_scheme: String,
     /// Buckets per level.
     pub bucket_space: i64,
     /// Whether every bucket row of every level is there.
     pub complete: bool,
+}
+
+impl Metadata {
+    /// The key scheme and subtree-read layout recorded, if this version
+    /// knows them.
+    pub fn layout(&self) -> Option<(KeyScheme, SubtreeReads)> {
+        let (scheme, subtree_reads) = SubtreeReads::parse_layout(&self.key_scheme)?;
+        Some((KeyScheme::from_name(scheme)?, subtree_reads))
+    }
 }
 
 /// Read the metadata row, `None` if the table or the row is missing.
@@ -120,8 +147,8 @@ pub(crate) async fn verify(
             txn_state: TxnState::Unchanged,
         });
     };
-    let expected = describe(config.key_scheme().name(), i64::from(config.bucket_space()));
-    if KeyScheme::from_name(&meta.key_scheme) != Some(config.key_scheme())
+    let expected = describe(&config.layout_name(), i64::from(config.bucket_space()));
+    if meta.layout() != Some((config.key_scheme(), config.subtree_reads()))
         || meta.bucket_space != i64::from(config.bucket_space())
     {
         return Err(Error::ConfigMismatch {
@@ -165,7 +192,7 @@ pub async fn ensure_sqlite(db: &impl ConnectionTrait, config: &Config) -> Result
         ),
         [
             META_ROW_ID.into(),
-            config.key_scheme().name().into(),
+            config.layout_name().into(),
             i64::from(config.bucket_space()).into(),
         ],
     );

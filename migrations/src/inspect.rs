@@ -45,9 +45,10 @@ pub struct Verification {
     pub topology: Topology,
     /// How locks are kept.
     pub store: LockStore,
-    /// Bucket rows found per level (user, account, resource), where the
-    /// locks are rows of the bucket table.
-    pub rows_per_level: Option<[u64; 3]>,
+    /// Bucket rows found per table level (user, account, resource, and
+    /// with subtree reads user stripes, account stripes), where the locks are
+    /// rows of the bucket table.
+    pub rows_per_level: Option<Vec<u64>>,
     /// The bucket space: the rows each level must have.
     pub bucket_space: u32,
 }
@@ -57,12 +58,20 @@ impl fmt::Display for Verification {
         writeln!(f, "server:   {:?}", self.dialect)?;
         writeln!(f, "topology: {}", self.topology)?;
         writeln!(f, "locks:    {}", self.store)?;
-        match self.rows_per_level {
-            Some(rows) => write!(
-                f,
-                "table:    complete: {} / {} / {} rows (user / account / resource), {} buckets per level",
-                rows[0], rows[1], rows[2], self.bucket_space
-            ),
+        match &self.rows_per_level {
+            Some(rows) => {
+                let counts: Vec<String> = rows.iter().map(u64::to_string).collect();
+                let names: Vec<&str> = (0..rows.len())
+                    .map(|level| hierlock::schema::level_name(level as u8))
+                    .collect();
+                write!(
+                    f,
+                    "table:    complete: {} rows ({}), {} buckets per level",
+                    counts.join(" / "),
+                    names.join(" / "),
+                    self.bucket_space
+                )
+            }
             None => write!(f, "table:    not needed"),
         }
     }
@@ -85,12 +94,13 @@ pub async fn verify(db: &DatabaseConnection, config: &Config) -> hierlock::Resul
         _ => None,
     };
     let space = u64::from(config.bucket_space());
-    if let Some(rows) = rows_per_level {
-        for (level, found) in hierlock::Level::ALL.iter().zip(rows) {
+    if let Some(rows) = &rows_per_level {
+        for (level, &found) in config.table_levels().zip(rows) {
             if found != space {
                 return Err(hierlock::Error::NotProvisioned {
                     what: format!(
-                        "level {level} of `{}` ({found} of {space} bucket rows)",
+                        "level {level} ({}) of `{}` ({found} of {space} bucket rows)",
+                        hierlock::schema::level_name(level),
                         config.table()
                     ),
                     row: None,
@@ -120,7 +130,7 @@ async fn count_rows(
     db: &DatabaseConnection,
     dialect: Dialect,
     config: &Config,
-) -> hierlock::Result<[u64; 3]> {
+) -> hierlock::Result<Vec<u64>> {
     let int = if dialect.is_mysql_family() {
         "SIGNED"
     } else {
@@ -134,7 +144,7 @@ async fn count_rows(
         .query_all_raw(Statement::from_string(dialect.backend(), sql))
         .await
         .map_err(|e| hierlock::Error::database("counting the bucket rows", e))?;
-    let mut counts = [0u64; 3];
+    let mut counts = vec![0u64; config.table_levels().len()];
     for row in rows {
         let read = |column| {
             row.try_get::<i64>("", column)

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use hierlock::sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult, Statement, Value};
 use hierlock::{
-    Config, Dialect, Error, KeyScheme, Keyspace, Level, LockKey, LockMode, PostgresLocks, Target,
-    TxnState,
+    Config, Dialect, Error, KeyKind, Keyspace, Level, LockKey, LockMode, PostgresLocks, Target,
+    TxnState, advisory_stripe_level,
 };
 use serde::{Serialize, Serializer};
 
@@ -241,7 +241,7 @@ async fn recorded_keyspace(
             txn_state: TxnState::Unchanged,
         });
     };
-    let scheme = KeyScheme::from_name(&metadata.key_scheme);
+    let scheme = metadata.layout().map(|(scheme, _)| scheme);
     let space = u32::try_from(metadata.bucket_space).ok().filter(|s| *s > 0);
     match (scheme, space) {
         (Some(scheme), Some(space)) => Ok(Keyspace::Buckets { scheme, space }),
@@ -385,13 +385,7 @@ async fn innodb_locks(
 /// `'2, 185732'` (InnoDB's `lock_data` for the key `(level, bucket)`).
 fn bucket_of(data: &str) -> Option<LockKey> {
     let (level, bucket) = data.split_once(',')?;
-    let level = Level::ALL
-        .get(level.trim().parse::<usize>().ok()?)
-        .copied()?;
-    Some(LockKey {
-        level,
-        slot: bucket.trim().parse().ok()?,
-    })
+    LockKey::of_row(level.trim().parse().ok()?, bucket.trim().parse().ok()?)
 }
 
 /// InnoDB's record lock modes: `S` / `X`, with flags such as `,REC_NOT_GAP`.
@@ -422,19 +416,26 @@ async fn postgres_advisory_locks(
     let mut locks = Vec::new();
     for row in query(db, Dialect::Postgres, sql, [i64::from(namespace).into()]).await? {
         let key: i64 = read(&row, "key")?;
-        // Bits 46–47 hold the level (see `hierlock::advisory_key`).
-        let Some(level) = Level::ALL
-            .get(((key as u64) >> 46 & 0b11) as usize)
-            .copied()
-        else {
-            continue;
+        // Bits 46–47 hold the level, or 3 for a stripe (see
+        // `hierlock::advisory_key`, `hierlock::advisory_stripe_level`).
+        let key = match (
+            advisory_stripe_level(key),
+            Level::ALL.get(((key as u64) >> 46 & 0b11) as usize),
+        ) {
+            (Some(level), _) => LockKey {
+                kind: KeyKind::Stripe,
+                level,
+                slot: key,
+            },
+            (None, Some(level)) => LockKey::node(*level, key),
+            (None, None) => continue,
         };
         let waiting: bool = read(&row, "waiting")?;
         let mode: String = read(&row, "mode")?;
         locks.push(LiveLock {
             session: read(&row, "session")?,
             transaction: read(&row, "trx")?,
-            key: LockKey { level, slot: key },
+            key,
             mode: Some(postgres_mode(&mode)),
             state: if waiting {
                 LockState::Waiting
@@ -472,18 +473,14 @@ async fn postgres_row_locks(
     );
     let mut waiters = Vec::new();
     for row in query(db, Dialect::Postgres, &sql, []).await? {
-        let level: i64 = read(&row, "level")?;
-        let Some(level) = usize::try_from(level).ok().and_then(|l| Level::ALL.get(l)) else {
+        let Some(key) = LockKey::of_row(read(&row, "level")?, read(&row, "bucket")?) else {
             continue;
         };
         let mode: String = read(&row, "mode")?;
         waiters.push(LiveLock {
             session: read(&row, "session")?,
             transaction: read(&row, "trx")?,
-            key: LockKey {
-                level: *level,
-                slot: read(&row, "bucket")?,
-            },
+            key,
             mode: Some(postgres_mode(&mode)),
             state: LockState::Waiting,
             waited: Some(micros(read(&row, "waited_us")?)),
@@ -751,13 +748,19 @@ mod tests {
     fn innodb_lock_data_is_a_level_and_a_bucket() {
         assert_eq!(
             bucket_of("2, 185732"),
-            Some(LockKey {
-                level: Level::Resource,
-                slot: 185_732
-            })
+            Some(LockKey::node(Level::Resource, 185_732))
         );
         assert_eq!(bucket_of("supremum pseudo-record"), None);
-        assert_eq!(bucket_of("3, 1"), None);
+        // Levels 3 and 4 hold the users' and accounts' stripes.
+        assert_eq!(
+            bucket_of("4, 1"),
+            Some(LockKey {
+                kind: KeyKind::Stripe,
+                level: Level::Account,
+                slot: 1
+            })
+        );
+        assert_eq!(bucket_of("5, 1"), None);
         assert_eq!(innodb_mode("S,REC_NOT_GAP"), Some(LockMode::Shared));
         assert_eq!(innodb_mode("X"), Some(LockMode::Exclusive));
         assert_eq!(
@@ -792,10 +795,7 @@ mod tests {
 
     #[test]
     fn blockers_of_a_row_are_its_holders_unless_queued_for_it() {
-        let key = LockKey {
-            level: Level::Resource,
-            slot: 5,
-        };
+        let key = LockKey::node(Level::Resource, 5);
         let waiter = |session, mode, blocked_by: Vec<i64>| LiveLock {
             session,
             transaction: None,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hierlock::schema::{self, Metadata};
-use hierlock::{Config, Dialect, Error, KeyScheme, Level, PostgresLocks, Result, TxnState};
+use hierlock::{Config, Dialect, Error, PostgresLocks, Result, TxnState};
 use sea_orm::{ConnectionTrait, DbErr, Statement};
 
 use crate::LockStore;
@@ -63,12 +63,15 @@ pub struct Report {
 /// [`Provision::run_with_progress`].
 #[derive(Debug, Clone)]
 pub struct Progress {
-    /// The level being filled.
-    pub level: Level,
+    /// The bucket table level being filled (0–2: users, accounts,
+    /// resources; 3–4: their stripes, with subtree reads): see
+    /// [`hierlock::schema::level_name`].
+    pub level: u8,
     /// Bucket rows of all levels known to be there, the ones found at the
     /// start included.
     pub rows_done: u64,
-    /// Bucket rows of all levels when complete: 3 × the bucket space.
+    /// Bucket rows of all levels when complete: 3 × the bucket space (5 ×
+    /// with subtree reads).
     pub rows_total: u64,
     /// Bucket rows that were already there when this run started: not part
     /// of this run's rate.
@@ -201,12 +204,13 @@ impl Provision {
         });
 
         let space = config.bucket_space();
-        let rows_total = 3 * u64::from(space);
-        let mut starts = [0_u32; 3];
+        let levels = config.table_levels();
+        let rows_total = levels.len() as u64 * u64::from(space);
+        let mut starts = Vec::with_capacity(levels.len());
         let mut resumed_from = 0;
-        for level in Level::ALL {
+        for level in levels.clone() {
             let (present, start) = self.survey(db, dialect, level, complete).await?;
-            starts[usize::from(level.as_u8())] = start;
+            starts.push(start);
             resumed_from += present;
         }
         tracing::info!(
@@ -216,18 +220,21 @@ impl Provision {
 
         let mut rows_done = resumed_from;
         on_progress(&Progress {
-            level: Level::User,
+            level: 0,
             rows_done,
             rows_total,
             resumed_from,
         });
-        for (level, start) in Level::ALL.into_iter().zip(starts) {
+        for (level, start) in levels.zip(starts) {
             let mut from = start;
             while from < space {
                 let to = from.saturating_add(chunk_rows).min(space);
                 let stmt = sql::fill_chunk(generator, table, level, from, to);
                 let done = execute(db, stmt, || {
-                    format!("inserting buckets {from}..{to} of level {level} into `{table}`")
+                    let name = schema::level_name(level);
+                    format!(
+                        "inserting buckets {from}..{to} of level {level} ({name}) into `{table}`"
+                    )
                 })
                 .await?;
                 rows_done += done;
@@ -279,7 +286,7 @@ impl Provision {
             return Err(Error::ConfigMismatch {
                 table: config.table().to_string(),
                 found: describe(&found.key_scheme, found.bucket_space),
-                expected: describe(config.key_scheme().name(), i64::from(config.bucket_space())),
+                expected: describe(&config.layout_name(), i64::from(config.bucket_space())),
             });
         }
         Ok(found)
@@ -298,12 +305,15 @@ impl Provision {
         &self,
         db: &impl ConnectionTrait,
         dialect: Dialect,
-        level: Level,
+        level: u8,
         complete: bool,
     ) -> Result<(u64, u32)> {
         let table = self.config.table();
         let space = self.config.bucket_space();
-        let doing = || format!("counting the buckets of level {level} in `{table}`");
+        let doing = || {
+            let name = schema::level_name(level);
+            format!("counting the buckets of level {level} ({name}) in `{table}`")
+        };
         let highest = query_int(
             db,
             sql::highest_bucket(dialect, table, level, space),
@@ -370,7 +380,7 @@ async fn query_int(
 
 /// Whether the metadata row `found` describes `config`'s scheme and space.
 fn describes(found: &Metadata, config: &Config) -> bool {
-    KeyScheme::from_name(&found.key_scheme) == Some(config.key_scheme())
+    found.layout() == Some((config.key_scheme(), config.subtree_reads()))
         && found.bucket_space == i64::from(config.bucket_space())
 }
 

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use hierlock::schema::META_ROW_ID;
-use hierlock::{Config, Dialect, Level, TableName};
+use hierlock::{Config, Dialect, TableName};
 use sea_orm::{Statement, Value};
 
 /// `name`, quoted as an identifier (names are validated, never escaped).
@@ -34,7 +34,7 @@ pub(crate) fn insert_metadata(dialect: Dialect, config: &Config) -> Statement {
     };
     let values: [Value; 3] = [
         META_ROW_ID.into(),
-        config.key_scheme().name().into(),
+        config.layout_name().into(),
         i64::from(config.bucket_space()).into(),
     ];
     Statement::from_sql_and_values(dialect.backend(), sql, values)
@@ -54,7 +54,7 @@ pub(crate) fn mark_complete(dialect: Dialect, table: &TableName) -> Statement {
 pub(crate) fn highest_bucket(
     dialect: Dialect,
     table: &TableName,
-    level: Level,
+    level: u8,
     space: u32,
 ) -> Statement {
     survey(dialect, table, level, space, "MAX(bucket)", "highest")
@@ -64,7 +64,7 @@ pub(crate) fn highest_bucket(
 pub(crate) fn count_buckets(
     dialect: Dialect,
     table: &TableName,
-    level: Level,
+    level: u8,
     space: u32,
 ) -> Statement {
     survey(dialect, table, level, space, "COUNT(*)", "present")
@@ -73,7 +73,7 @@ pub(crate) fn count_buckets(
 fn survey(
     dialect: Dialect,
     table: &TableName,
-    level: Level,
+    level: u8,
     space: u32,
     aggregate: &str,
     alias: &str,
@@ -87,7 +87,6 @@ fn survey(
         "SELECT CAST({aggregate} AS {int}) AS {alias} FROM {table} \
          WHERE level = {level} AND bucket >= 0 AND bucket < {space}",
         table = quote(dialect, table.as_str()),
-        level = level.as_u8(),
     );
     Statement::from_string(dialect.backend(), sql)
 }
@@ -123,12 +122,11 @@ pub(crate) fn sequence_engine_available() -> &'static str {
 pub(crate) fn fill_chunk(
     generator: Generator,
     table: &TableName,
-    level: Level,
+    level: u8,
     start: u32,
     end: u32,
 ) -> Statement {
     let last = end.saturating_sub(1).max(start);
-    let level = level.as_u8();
     let (dialect, sql) = match generator {
         Generator::GenerateSeries => (
             Dialect::Postgres,
@@ -222,7 +220,7 @@ mod tests {
         let stmt = fill_chunk(
             Generator::GenerateSeries,
             &TableName::default(),
-            Level::Resource,
+            2,
             100,
             150,
         );
@@ -238,7 +236,7 @@ mod tests {
         let stmt = fill_chunk(
             Generator::SequenceEngine,
             &TableName::default(),
-            Level::Account,
+            1,
             100,
             150,
         );
@@ -250,13 +248,7 @@ mod tests {
 
     #[test]
     fn mysql_counts_with_a_sorted_cross_join_of_digits() {
-        let stmt = fill_chunk(
-            Generator::DigitCrossJoin,
-            &TableName::default(),
-            Level::User,
-            7,
-            10,
-        );
+        let stmt = fill_chunk(Generator::DigitCrossJoin, &TableName::default(), 0, 7, 10);
         assert_eq!(
             stmt.sql,
             "INSERT IGNORE INTO `hier_lock_buckets` (level, bucket) SELECT 0, 7 + n \

@@ -89,7 +89,7 @@ async fn verify_reports_a_complete_table_and_names_a_missing_level() {
             LockStore::BucketTable => {
                 assert_eq!(
                     verified.rows_per_level,
-                    Some([50, 50, 50]),
+                    Some(vec![50, 50, 50]),
                     "{}",
                     server.url
                 );

@@ -13,7 +13,7 @@ mod proxy;
 
 pub use proxy::Proxy;
 
-use hierlock::{Config, Locker, PostgresLocks};
+use hierlock::{Config, Locker, PostgresLocks, SubtreeReads};
 use hierlock_migration::Provision;
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
@@ -107,12 +107,27 @@ impl Fixture {
     /// If the server is unreachable or provisioning fails: a required server
     /// that is down fails the suite.
     pub async fn new(backend: Backend, test: &str, bucket_space: u32) -> Fixture {
+        Fixture::with_subtree_reads(backend, test, bucket_space, SubtreeReads::Off).await
+    }
+
+    /// [`Fixture::new`] in the lock layout `subtree_reads` (provisioned with
+    /// its stripe levels on the bucket table).
+    ///
+    /// # Panics
+    /// As [`Fixture::new`].
+    pub async fn with_subtree_reads(
+        backend: Backend,
+        test: &str,
+        bucket_space: u32,
+        subtree_reads: SubtreeReads,
+    ) -> Fixture {
         let table = format!("hl_{}_{}", short(backend), test);
         let mut config = Config::default()
             .with_table(&table)
             .expect("test table names are identifiers")
             .with_bucket_space(bucket_space)
-            .expect("test bucket spaces are valid");
+            .expect("test bucket spaces are valid")
+            .with_subtree_reads(subtree_reads);
         let url = match backend {
             _ if backend.is_sqlite() => sqlite_url(&sqlite_path(backend, test)),
             _ => backend.url(),

@@ -30,7 +30,7 @@ pub(super) fn point_lookups(
 ) -> Statement {
     let mut values = Vec::with_capacity(part.len() * 2);
     for lock in part {
-        values.push(Value::from(i32::from(lock.key.level.as_u8())));
+        values.push(Value::from(i32::from(lock.key.table_level())));
         values.push(Value::from(lock.key.slot));
     }
     // Each branch has its own lock clause, so one statement takes shared and
@@ -125,7 +125,7 @@ fn json_keys(run: &[PlannedLock]) -> String {
     json.push('[');
     for (i, lock) in run.iter().enumerate() {
         let sep = if i > 0 { "," } else { "" };
-        write!(json, "{sep}[{},{}]", lock.key.level.as_u8(), lock.key.slot).ok();
+        write!(json, "{sep}[{},{}]", lock.key.table_level(), lock.key.slot).ok();
     }
     json.push(']');
     json

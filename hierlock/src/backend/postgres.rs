@@ -41,7 +41,7 @@ pub(super) fn bucket_run(table: &str, run: &[PlannedLock], wait: Wait) -> Statem
         Value::from(text)
     };
     let values = [
-        array(|lock| i64::from(lock.key.level.as_u8())),
+        array(|lock| i64::from(lock.key.table_level())),
         array(|lock| lock.key.slot),
     ];
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)

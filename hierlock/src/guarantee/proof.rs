@@ -4,10 +4,10 @@
 //! A [`Locked<'t, L, A>`](Locked) is what `#[hierlocked]` gives a method's
 //! body. `L` is the level of the most specific target locked
 //! ([`UserLevel`], [`AccountLevel`] or [`ResourceLevel`]) and `A` the access
-//! ([`Write`] or [`Read`]). Writes to [protected entities](crate::Protect)
-//! take a proof and compile only when `L` [`Covers`] the entity's level and
-//! `A` is [`Write`]; at run time they also check that the row itself is
-//! covered.
+//! ([`Write`], [`Read`] or [`ReadSubtree`]). Writes to
+//! [protected entities](crate::Protect) take a proof and compile only when
+//! `L` [`Covers`] the entity's level and `A` is [`Write`]; at run time they
+//! also check that the row itself is covered.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -18,7 +18,7 @@ use crate::runtime::acquire::{LockSet, Locker};
 use crate::config::Wait;
 use crate::error::{Error, Result};
 use crate::model::level::Level;
-use crate::model::plan::{Keyspace, LockKey, LockMode, PlannedLock};
+use crate::model::plan::{KeyKind, Keyspace, LockKey, LockMode, PlannedLock};
 use crate::model::target::{Access, Request, Target};
 
 mod sealed {
@@ -31,7 +31,7 @@ pub trait LevelMarker: sealed::Sealed + Send + Sync + 'static {
     const LEVEL: Level;
 }
 
-/// An access as a type: [`Write`] or [`Read`].
+/// An access as a type: [`Write`], [`Read`] or [`ReadSubtree`].
 pub trait AccessMarker: sealed::Sealed + Send + Sync + 'static {
     /// The access this type stands for.
     const ACCESS: Access;
@@ -68,14 +68,23 @@ pub enum Write {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Read {}
 
+/// A subtree read as a type: the proof may read the node and everything
+/// below it, and no writer of that subtree runs meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReadSubtree {}
+
 impl sealed::Sealed for Write {}
 impl sealed::Sealed for Read {}
+impl sealed::Sealed for ReadSubtree {}
 
 impl AccessMarker for Write {
     const ACCESS: Access = Access::Write;
 }
 impl AccessMarker for Read {
     const ACCESS: Access = Access::Read;
+}
+impl AccessMarker for ReadSubtree {
+    const ACCESS: Access = Access::ReadSubtree;
 }
 
 /// `Self`, a proof's level, protects writes to entities at level `T`:
@@ -95,11 +104,12 @@ impl Covers<AccountLevel> for AccountLevel {}
 impl Covers<ResourceLevel> for AccountLevel {}
 impl Covers<ResourceLevel> for ResourceLevel {}
 
-/// `Self`, a proof's access, allows writes.
+/// `Self`, a proof's access, allows writes: only [`Write`] does, since
+/// [`Read`] and [`ReadSubtree`] hold shared locks.
 #[diagnostic::on_unimplemented(
-    message = "a read-lock proof cannot write",
+    message = "a read-lock proof (`read` or `read_subtree`) cannot write",
     label = "this proof holds shared (read) locks",
-    note = "drop `read` from `#[hierlocked(..)]` to take write locks"
+    note = "drop `read` or `read_subtree` from `#[hierlocked(..)]` to take write locks"
 )]
 pub trait CanWrite: AccessMarker {}
 
@@ -353,10 +363,14 @@ fn merge(a: &[PlannedLock], b: &[PlannedLock]) -> Vec<PlannedLock> {
 }
 
 fn describe_key(key: LockKey) -> String {
+    let stripe = match key.kind {
+        KeyKind::Node => "",
+        KeyKind::Stripe => " stripe",
+    };
     format!(
-        "the {} lock (level {}, slot {})",
+        "the {}{stripe} lock (level {}, slot {})",
         key.level,
-        key.level.as_u8(),
+        key.table_level(),
         key.slot
     )
 }
@@ -375,7 +389,7 @@ mod tests {
 
     fn lock(level: Level, slot: i64, mode: LockMode) -> PlannedLock {
         PlannedLock {
-            key: LockKey { level, slot },
+            key: LockKey::node(level, slot),
             mode,
         }
     }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::model::key::{KeyScheme, advisory_key};
 use crate::model::level::Level;
+use crate::model::stripe::{SubtreeReads, advisory_stripe_key, stripe_bucket, stripe_of_target};
 use crate::model::target::{Access, Request};
 
 /// The most locks (distinct keys, ancestors included) one acquisition takes.
@@ -29,13 +30,67 @@ pub enum LockMode {
 }
 
 /// What one planned lock locks: a bucket row `(level, bucket)` or an
-/// advisory key. Ordered by level, then slot: the global lock order.
+/// advisory key. Ordered by kind (node keys before stripe keys), level, then
+/// slot: the global lock order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LockKey {
+    /// A node's own key, or one of its stripes (see [`SubtreeReads`]).
+    pub kind: KeyKind,
     /// The level of the node(s) hashed here.
     pub level: Level,
     /// The bucket number, or the 64-bit advisory key.
     pub slot: i64,
+}
+
+impl LockKey {
+    /// The key of a node (not a stripe).
+    pub const fn node(level: Level, slot: i64) -> Self {
+        LockKey {
+            kind: KeyKind::Node,
+            level,
+            slot,
+        }
+    }
+
+    /// The bucket table's `level` column for this key: the level (0–2) for
+    /// node keys, 3 + the level for stripe keys (3: users', 4: accounts').
+    pub const fn table_level(self) -> u8 {
+        match self.kind {
+            KeyKind::Node => self.level.as_u8(),
+            KeyKind::Stripe => STRIPE_LEVEL_OFFSET + self.level.as_u8(),
+        }
+    }
+
+    /// The key that the bucket table's row `(level, bucket)` is, if `level`
+    /// is one of its levels (0–4).
+    pub fn of_row(level: i64, bucket: i64) -> Option<Self> {
+        let level = u8::try_from(level).ok()?;
+        let (kind, level) = match level.checked_sub(STRIPE_LEVEL_OFFSET) {
+            Some(stripe_of) => (KeyKind::Stripe, stripe_of),
+            None => (KeyKind::Node, level),
+        };
+        let level = Level::from_depth(usize::from(level) + 1)?;
+        if kind == KeyKind::Stripe && level == Level::Resource {
+            return None;
+        }
+        Some(LockKey {
+            kind,
+            level,
+            slot: bucket,
+        })
+    }
+}
+
+/// Where stripe rows start in the bucket table's `level` column.
+pub const STRIPE_LEVEL_OFFSET: u8 = 3;
+
+/// Which kind of key: a node's own, or one of its stripes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KeyKind {
+    /// The node's own key.
+    Node,
+    /// One of a user's or account's stripe keys (only with [`SubtreeReads`]).
+    Stripe,
 }
 
 /// One lock of a plan.
@@ -71,7 +126,24 @@ impl Keyspace {
             Keyspace::Buckets { scheme, space } => i64::from(scheme.bucket_of(level, ids, space)),
             Keyspace::Advisory { namespace } => advisory_key(namespace, level, ids),
         };
-        LockKey { level, slot }
+        LockKey::node(level, slot)
+    }
+
+    /// The key of stripe `stripe` of the node `ids` at `level`.
+    pub fn stripe_key_of(self, level: Level, ids: &[String], stripe: u16) -> LockKey {
+        let slot = match self {
+            Keyspace::Buckets { scheme, space } => {
+                i64::from(stripe_bucket(scheme, level, ids, stripe, space))
+            }
+            Keyspace::Advisory { namespace } => {
+                advisory_stripe_key(namespace, level, ids, stripe)
+            }
+        };
+        LockKey {
+            kind: KeyKind::Stripe,
+            level,
+            slot,
+        }
     }
 }
 
@@ -82,18 +154,38 @@ pub struct LockPlan {
 }
 
 impl LockPlan {
-    /// Plan `requests`: expand each target to its ancestors (shared) and
-    /// itself (exclusive for a write, shared for a read), keep the strongest
-    /// mode per key, and sort by key.
+    /// Plan `requests` in the seed's layout (no subtree reads): expand each
+    /// target to its ancestors (shared) and itself (exclusive for a write,
+    /// shared for a read), keep the strongest mode per key, and sort by key.
     ///
     /// # Errors
     /// [`Error::EmptyId`] if any target has an empty ID; [`Error::Misuse`] if
-    /// the plan needs more than [`MAX_LOCKS_PER_CALL`] locks.
+    /// the plan needs more than [`MAX_LOCKS_PER_CALL`] locks, or asks for a
+    /// subtree read (which needs [`SubtreeReads::Striped`]).
     pub fn new<'r>(
         requests: impl IntoIterator<Item = &'r Request>,
         keyspace: Keyspace,
     ) -> Result<Self> {
+        Self::with_subtree_reads(requests, keyspace, SubtreeReads::Off)
+    }
+
+    /// Plan `requests` in the layout `subtree_reads` (see [`SubtreeReads`]
+    /// for the locks each mode takes).
+    ///
+    /// # Errors
+    /// As [`LockPlan::new`]; a subtree read is refused only when
+    /// `subtree_reads` is [`SubtreeReads::Off`].
+    pub fn with_subtree_reads<'r>(
+        requests: impl IntoIterator<Item = &'r Request>,
+        keyspace: Keyspace,
+        subtree_reads: SubtreeReads,
+    ) -> Result<Self> {
+        let stripes = subtree_reads.stripes();
         let mut modes = BTreeMap::<LockKey, LockMode>::new();
+        let mut lock = |key: LockKey, mode: LockMode| {
+            let slot = modes.entry(key).or_insert(mode);
+            *slot = (*slot).max(mode);
+        };
         for request in requests {
             let target = &request.target;
             if let Some(depth) = target.path().iter().position(String::is_empty) {
@@ -102,14 +194,36 @@ impl LockPlan {
                     target: target.to_string(),
                 });
             }
+            if request.access == Access::ReadSubtree && stripes == 0 {
+                return Err(Error::Misuse(format!(
+                    "{request} needs subtree reads: provision the lock table with stripes and \
+                     configure them (`Config::with_subtree_reads`), or lock the node exclusively"
+                )));
+            }
             for (level, ids) in target.lineage() {
-                let mode = if level == target.level() && request.access == Access::Write {
+                let own = level == target.level();
+                let mode = if own && request.access == Access::Write {
                     LockMode::Exclusive
                 } else {
                     LockMode::Shared
                 };
-                let slot = modes.entry(keyspace.key_of(level, ids)).or_insert(mode);
-                *slot = (*slot).max(mode);
+                lock(keyspace.key_of(level, ids), mode);
+                if stripes == 0 || level == Level::Resource {
+                    continue;
+                }
+                if !own && request.access == Access::Write {
+                    // IX: one stripe, picked by the target being written.
+                    let stripe = stripe_of_target(target.path(), stripes);
+                    lock(
+                        keyspace.stripe_key_of(level, ids, stripe),
+                        LockMode::Exclusive,
+                    );
+                } else if own && request.access == Access::ReadSubtree {
+                    // S on the subtree: every stripe, so that every IX meets it.
+                    for stripe in 0..stripes {
+                        lock(keyspace.stripe_key_of(level, ids, stripe), LockMode::Shared);
+                    }
+                }
             }
         }
         if modes.len() > MAX_LOCKS_PER_CALL {
@@ -258,5 +372,77 @@ mod tests {
     #[test]
     fn nothing_requested_is_an_empty_plan() {
         assert!(LockPlan::new(&[], SEED).unwrap().is_empty());
+    }
+
+    const STRIPED: SubtreeReads = SubtreeReads::Striped { stripes: 16 };
+
+    fn kinds(plan: &LockPlan) -> Vec<(KeyKind, Level, LockMode)> {
+        plan.locks()
+            .iter()
+            .map(|l| (l.key.kind, l.key.level, l.mode))
+            .collect()
+    }
+
+    #[test]
+    fn with_stripes_a_write_takes_one_exclusive_stripe_per_ancestor_after_the_nodes() {
+        use KeyKind::*;
+        use LockMode::*;
+        let requests = [Target::resource("u1", "a1", "r1").write()];
+        for keyspace in [SEED, ADVISORY] {
+            let plan = LockPlan::with_subtree_reads(&requests, keyspace, STRIPED).unwrap();
+            assert_eq!(
+                kinds(&plan),
+                vec![
+                    (Node, Level::User, Shared),
+                    (Node, Level::Account, Shared),
+                    (Node, Level::Resource, Exclusive),
+                    (Stripe, Level::User, Exclusive),
+                    (Stripe, Level::Account, Exclusive),
+                ]
+            );
+            assert_eq!(plan.runs().count(), 2);
+        }
+        // Without stripes, the seed's plan is unchanged.
+        let seed = LockPlan::with_subtree_reads(&requests, SEED, SubtreeReads::Off).unwrap();
+        assert_eq!(seed, LockPlan::new(&requests, SEED).unwrap());
+        assert_eq!(seed.locks().len(), 3);
+    }
+
+    #[test]
+    fn a_subtree_read_is_shared_on_the_node_and_all_its_stripes() {
+        let requests = [Target::account("u1", "a1").read_subtree()];
+        let plan = LockPlan::with_subtree_reads(&requests, SEED, STRIPED).unwrap();
+        assert!(plan.locks().iter().all(|l| l.mode == LockMode::Shared));
+        let stripes: Vec<_> = plan
+            .locks()
+            .iter()
+            .filter(|l| l.key.kind == KeyKind::Stripe)
+            .collect();
+        assert_eq!(stripes.len(), 16);
+        assert!(stripes.iter().all(|l| l.key.level == Level::Account));
+        assert_eq!(plan.locks().len(), 18);
+        // A subtree read of a resource is a plain read.
+        let leaf = [Target::resource("u1", "a1", "r1").read_subtree()];
+        let plan = LockPlan::with_subtree_reads(&leaf, SEED, STRIPED).unwrap();
+        let read = [Target::resource("u1", "a1", "r1").read()];
+        assert_eq!(plan, LockPlan::with_subtree_reads(&read, SEED, STRIPED).unwrap());
+    }
+
+    #[test]
+    fn a_subtree_read_without_stripes_is_refused() {
+        let err =
+            LockPlan::new(&[Target::account("u1", "a1").read_subtree()], SEED).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Misuse);
+        assert!(err.to_string().contains("with_subtree_reads"), "{err}");
+    }
+
+    #[test]
+    fn stripe_keys_sit_in_their_own_table_levels() {
+        let key = SEED.stripe_key_of(Level::Account, &["u".into(), "a".into()], 3);
+        assert_eq!(key.table_level(), 4);
+        assert_eq!(LockKey::of_row(4, key.slot), Some(key));
+        assert_eq!(LockKey::of_row(2, 9), Some(LockKey::node(Level::Resource, 9)));
+        assert_eq!(LockKey::of_row(5, 9), None);
+        assert_eq!(LockKey::of_row(-1, 9), None);
     }
 }

@@ -92,6 +92,18 @@ impl Target {
             access: Access::Read,
         }
     }
+
+    /// Ask for a consistent read of this node's whole subtree: it excludes,
+    /// and is excluded by, every write of this node or anything below it;
+    /// subtree reads and plain reads coexist. Needs a lock layout with
+    /// stripes ([`SubtreeReads`](crate::SubtreeReads)); on a resource it is a
+    /// plain read.
+    pub fn read_subtree(self) -> Request {
+        Request {
+            target: self,
+            access: Access::ReadSubtree,
+        }
+    }
 }
 
 impl fmt::Display for Target {
@@ -118,6 +130,9 @@ pub enum Access {
     /// Exclusive on the target, shared on its ancestors: excludes every other
     /// lock on the target and on anything below it; siblings coexist.
     Write,
+    /// Shared on the target's whole subtree (see [`Target::read_subtree`]):
+    /// excludes writers of the target and of anything below it.
+    ReadSubtree,
 }
 
 /// A target together with the access wanted on it.
@@ -131,11 +146,13 @@ pub struct Request {
 
 impl Request {
     /// Whether holding this request protects `access` on `target`:
-    /// a write covers its own subtree; a read covers reads of its own node.
+    /// a write covers its own subtree; a read covers reads of its own node;
+    /// a subtree read covers reads of its subtree.
     pub fn covers(&self, target: &Target, access: Access) -> bool {
         match self.access {
             Access::Write => self.target.contains(target),
             Access::Read => access == Access::Read && &self.target == target,
+            Access::ReadSubtree => access != Access::Write && self.target.contains(target),
         }
     }
 }
@@ -152,6 +169,7 @@ impl fmt::Display for Request {
         let access = match self.access {
             Access::Read => "read",
             Access::Write => "write",
+            Access::ReadSubtree => "subtree read of",
         };
         write!(f, "{access} {}", self.target)
     }
@@ -197,5 +215,15 @@ mod tests {
         assert!(r.covers(&Target::account("u1", "a1"), Access::Read));
         assert!(!r.covers(&Target::account("u1", "a1"), Access::Write));
         assert!(!r.covers(&Target::resource("u1", "a1", "r"), Access::Read));
+    }
+
+    #[test]
+    fn a_subtree_read_covers_reads_below_and_no_write() {
+        let s = Target::account("u1", "a1").read_subtree();
+        assert!(s.covers(&Target::resource("u1", "a1", "r"), Access::Read));
+        assert!(s.covers(&Target::account("u1", "a1"), Access::ReadSubtree));
+        assert!(!s.covers(&Target::resource("u1", "a1", "r"), Access::Write));
+        assert!(!s.covers(&Target::user("u1"), Access::Read));
+        assert_eq!(s.to_string(), "subtree read of Account(u1/a1)");
     }
 }

@@ -16,7 +16,7 @@ use crate::backend::sqlite::waits::{Limit, Registration};
 use crate::config::{Config, PostgresLocks, Wait};
 use crate::backend::dialect::{Dialect, server_version};
 use crate::error::{Error, ErrorKind, Result, TxnState};
-use crate::model::plan::{Keyspace, LockPlan, PlannedLock};
+use crate::model::plan::{KeyKind, Keyspace, LockPlan, PlannedLock};
 use crate::schema;
 use crate::model::target::{Access, Request, Target};
 use crate::runtime::telemetry;
@@ -170,7 +170,7 @@ impl Locker {
     /// # Errors
     /// [`Error::EmptyId`] if a target has an empty ID.
     pub fn plan<'r>(&self, requests: impl IntoIterator<Item = &'r Request>) -> Result<LockPlan> {
-        LockPlan::new(requests, self.keyspace())
+        LockPlan::with_subtree_reads(requests, self.keyspace(), self.inner.config.subtree_reads())
     }
 
     /// Lock `requests` on `txn`, waiting as configured. The locks are held
@@ -456,16 +456,21 @@ impl Locker {
             .collect();
         let missing = locks
             .iter()
-            .find(|lock| !found.contains(&(i64::from(lock.key.level.as_u8()), lock.key.slot)))
+            .find(|lock| !found.contains(&(i64::from(lock.key.table_level()), lock.key.slot)))
             .unwrap_or(&locks[0]);
-        let (level, bucket) = (missing.key.level, missing.key.slot);
+        let (key, bucket) = (missing.key, missing.key.slot);
+        let (row, stripe) = match key.kind {
+            KeyKind::Node => (u32::try_from(bucket).ok().map(|b| (key.level, b)), ""),
+            KeyKind::Stripe => (None, " stripes"),
+        };
         Err(Error::NotProvisioned {
             what: format!(
-                "bucket row (level {} = {level}, bucket {bucket}) of `{}`",
-                level.as_u8(),
+                "bucket row (level {} = {}{stripe}, bucket {bucket}) of `{}`",
+                key.table_level(),
+                key.level,
                 self.inner.config.table()
             ),
-            row: u32::try_from(bucket).ok().map(|b| (level, b)),
+            row,
             txn_state: if partial {
                 TxnState::PartiallyLocked
             } else {

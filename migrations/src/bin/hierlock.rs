@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hierlock::{Config, ErrorKind, PostgresLocks, SEED_BUCKET_SPACE};
+use hierlock::{Config, ErrorKind, PostgresLocks, SEED_BUCKET_SPACE, SubtreeReads};
 use hierlock_migration::{LockStore, Provision, error_chain};
 use indicatif::{HumanCount, HumanDuration, ProgressBar, ProgressStyle};
 
@@ -120,6 +120,11 @@ struct Target {
     /// Accept a Galera node (every lock-taking transaction on one node).
     #[arg(long)]
     galera_single_writer: bool,
+    /// Subtree reads: this many stripe rows per user and per account (the
+    /// table gets two more levels of --bucket-space rows each). Every service
+    /// must configure the same (`Config::with_subtree_reads`).
+    #[arg(long, value_name = "STRIPES")]
+    subtree_reads: Option<u16>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -141,6 +146,10 @@ impl Target {
         }
         if self.galera_single_writer {
             config = config.with_galera_single_writer();
+        }
+        if let Some(stripes) = self.subtree_reads {
+            let layout = SubtreeReads::striped(stripes).map_err(|e| error_chain(&e))?;
+            config = config.with_subtree_reads(layout);
         }
         Ok(config)
     }
@@ -323,7 +332,10 @@ impl Progress {
             Some(bar) => {
                 bar.set_length(progress.rows_total);
                 bar.set_position(progress.rows_done);
-                bar.set_message(format!("level {}, {pace}", progress.level.name()));
+                bar.set_message(format!(
+                    "level {}, {pace}",
+                    hierlock::schema::level_name(progress.level)
+                ));
             }
             None => {
                 let step = progress.rows_done * 20 / progress.rows_total.max(1);
@@ -334,7 +346,7 @@ impl Progress {
                         HumanCount(progress.rows_done),
                         HumanCount(progress.rows_total),
                         step * 5,
-                        progress.level.name()
+                        hierlock::schema::level_name(progress.level)
                     );
                 }
             }

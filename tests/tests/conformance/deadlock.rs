@@ -9,10 +9,10 @@ use sea_orm::TransactionTrait;
 use crate::support::take;
 
 /// A tiny deterministic generator, so failures replay.
-struct Lcg(u64);
+pub(crate) struct Lcg(pub(crate) u64);
 
 impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)

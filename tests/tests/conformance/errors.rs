@@ -9,7 +9,7 @@ use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, Statement};
 
 use crate::support::{holding, take};
 
-async fn query_i64(txn: &DatabaseTransaction, sql: &str) -> i64 {
+pub(crate) async fn query_i64(txn: &DatabaseTransaction, sql: &str) -> i64 {
     let row = txn
         .query_one_raw(Statement::from_string(txn.get_database_backend(), sql))
         .await
@@ -125,7 +125,7 @@ pub async fn timeout_conflict_is_lock_timeout_and_restores_the_setting(backend: 
         .expect("granted");
 }
 
-pub async fn out_of_range_timeouts_are_invalid_and_long_ones_work(backend: Backend) {
+pub async fn out_of_range_timeouts_are_misuse_and_long_ones_work(backend: Backend) {
     let fx = Fixture::new(backend, "zero", 1000).await;
     let txn = fx.begin().await;
     let user = [Target::user("u").write()];
@@ -134,12 +134,12 @@ pub async fn out_of_range_timeouts_are_invalid_and_long_ones_work(backend: Backe
         let err = take(&fx, &txn, &user, wait)
             .await
             .expect_err("out of range");
-        assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{wait:?}: {err}");
+        assert_eq!(err.kind(), ErrorKind::Misuse, "{wait:?}: {err}");
         assert_eq!(err.txn_state(), hierlock::TxnState::Unchanged);
         let err = hierlock::Config::default()
             .with_wait(wait)
             .expect_err("out of range in a Config");
-        assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{wait:?}: {err}");
+        assert_eq!(err.kind(), ErrorKind::Misuse, "{wait:?}: {err}");
     }
     // Longer than PostgreSQL's `lock_timeout` can hold (about 24.8 days):
     // the deadline is hierlock's, so it works on every server.

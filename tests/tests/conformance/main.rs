@@ -16,6 +16,7 @@ mod protected;
 mod scale;
 mod scenarios;
 mod sql;
+mod subtree;
 mod support;
 mod versions;
 
@@ -50,7 +51,7 @@ macro_rules! common_tests {
             errors::empty_ids_fail_before_any_sql,
             errors::nowait_conflict_is_would_block,
             errors::timeout_conflict_is_lock_timeout_and_restores_the_setting,
-            errors::out_of_range_timeouts_are_invalid_and_long_ones_work,
+            errors::out_of_range_timeouts_are_misuse_and_long_ones_work,
             sql::statements_per_resource_write_lock,
             sql::the_largest_acquisition_works,
             handle::handle_holds_until_release,
@@ -64,7 +65,11 @@ macro_rules! common_tests {
             versions::versioned_updates_increment_and_stale_ones_conflict,
             versions::two_edits_from_one_version_have_one_winner,
             versions::a_stale_delete_conflicts_and_keeps_the_row,
-            versions::a_proof_and_a_version_at_once_and_in_bulk
+            versions::a_proof_and_a_version_at_once_and_in_bulk,
+            versions::a_version_at_its_largest_wraps_to_its_smallest,
+            subtree::subtree_matrix_matches_the_mgl_oracle,
+            subtree::subtree_stress_never_deadlocks_and_subtree_reads_see_no_write,
+            subtree::subtree_read_without_stripes_is_misuse_before_any_sql
             $($(, $extra::$test)*)?
         );
     };
@@ -88,13 +93,16 @@ macro_rules! exact_tests {
             faults::retry_runs_again_after_a_deadlock,
             errors::transaction_of_another_database_is_misuse,
             errors::server_lock_wait_timeout_while_blocking_is_lock_timeout,
-            protected::protected_upsert_never_writes_a_row_inserted_since_the_check
+            protected::protected_upsert_never_writes_a_row_inserted_since_the_check,
+            subtree::subtree_plans_lock_exactly_their_planned_rows
             $($(, $extra::$test)*)?
         );
     };
 }
 
 exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
+    subtree::subtree_stress_in_a_tiny_bucket_space,
+    subtree::subtree_layout_mismatch_is_refused,
     scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
@@ -103,6 +111,8 @@ exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
     errors::partial_lock_set_after_a_mysql_failure_stays_held,
     errors::dropped_table_is_not_provisioned);
 exact_tests!(mysql => hierlock_tests::Backend::MySql;
+    subtree::subtree_stress_in_a_tiny_bucket_space,
+    subtree::subtree_layout_mismatch_is_refused,
     scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
@@ -114,6 +124,8 @@ exact_tests!(postgres => hierlock_tests::Backend::Postgres;
     errors::postgres_failure_leaves_the_transaction_usable,
     errors::other_server_errors_are_database_errors);
 exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
+    subtree::subtree_stress_in_a_tiny_bucket_space,
+    subtree::subtree_layout_mismatch_is_refused,
     scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,

@@ -11,8 +11,8 @@ use sea_orm::{
 
 use crate::support::take;
 
-/// (level, bucket or advisory key).
-type Key = (i64, i64);
+/// (table level, bucket or advisory key): stripe keys in levels 3–4.
+pub(crate) type Key = (i64, i64);
 
 /// `MAX_LOCKS_PER_CALL` locks in one call (3,000 advisory keys on PostgreSQL,
 /// whose shared lock table holds about 6,400 for the whole server) on a
@@ -134,17 +134,18 @@ pub async fn a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken(ba
 }
 
 /// The plan's keys (of one mode, or all).
-fn keys(plan: &LockPlan, mode: Option<LockMode>) -> BTreeSet<Key> {
+pub(crate) fn keys(plan: &LockPlan, mode: Option<LockMode>) -> BTreeSet<Key> {
     plan.locks()
         .iter()
         .filter(|l| mode.is_none_or(|m| l.mode == m))
-        .map(|l| (i64::from(l.key.level.as_u8()), l.key.slot))
+        .map(|l| (i64::from(l.key.table_level()), l.key.slot))
         .collect()
 }
 
 /// The bucket rows locked by anyone, and those locked exclusively: every row
-/// minus what a probe can lock with `SKIP LOCKED`, exclusively then shared.
-async fn bucket_rows_locked(fx: &Fixture, space: i64) -> (BTreeSet<Key>, BTreeSet<Key>) {
+/// minus what a probe can lock with `SKIP LOCKED`, exclusively then shared
+/// (over the layout's levels: 3–4 are the stripes of subtree reads).
+pub(crate) async fn bucket_rows_locked(fx: &Fixture, space: i64) -> (BTreeSet<Key>, BTreeSet<Key>) {
     let table = fx.config.table().to_string();
     let shared = if fx.locker.dialect() == Dialect::MariaDb {
         "LOCK IN SHARE MODE"
@@ -178,7 +179,10 @@ async fn bucket_rows_locked(fx: &Fixture, space: i64) -> (BTreeSet<Key>, BTreeSe
             })
             .collect();
         probe.rollback().await.expect("rollback");
-        let all = (0..3).flat_map(|level| (0..space).map(move |bucket| (level, bucket)));
+        let all = fx
+            .config
+            .table_levels()
+            .flat_map(|level| (0..space).map(move |bucket| (i64::from(level), bucket)));
         taken.push(all.filter(|key| !free.contains(key)).collect());
     }
     let exclusive = taken.pop().expect("shared probe");
@@ -187,8 +191,8 @@ async fn bucket_rows_locked(fx: &Fixture, space: i64) -> (BTreeSet<Key>, BTreeSe
 
 /// PostgreSQL advisory keys held by `txn`'s connection, and those held
 /// exclusively, from `pg_locks` (a bigint key is classid:objid there),
-/// each with the level of the plan's key it is (-1: not a planned key).
-async fn advisory_locks_of(
+/// each with the table level of the plan's key it is (-1: not a planned key).
+pub(crate) async fn advisory_locks_of(
     fx: &Fixture,
     txn: &DatabaseTransaction,
     plan: &LockPlan,
@@ -208,7 +212,7 @@ async fn advisory_locks_of(
     let level_of: std::collections::HashMap<i64, i64> = plan
         .locks()
         .iter()
-        .map(|l| (l.key.slot, i64::from(l.key.level.as_u8())))
+        .map(|l| (l.key.slot, i64::from(l.key.table_level())))
         .collect();
     let (mut all, mut exclusive) = (BTreeSet::new(), BTreeSet::new());
     for row in rows {

@@ -50,6 +50,7 @@ versioned_table!(bumped, "hlv_bumped");
 versioned_table!(raced, "hlv_raced");
 versioned_table!(deleted, "hlv_deleted");
 versioned_table!(bulk, "hlv_bulk");
+versioned_table!(wrapped, "hlv_wrapped");
 
 /// A row as the tests compare it: (id, balance, version).
 type Row = (i64, i64, i32);
@@ -477,5 +478,56 @@ pub async fn a_proof_and_a_version_at_once_and_in_bulk(backend: Backend) {
     assert_eq!(
         contents(&fx, t::Table).await,
         vec![(1, 11, 1), (2, 50, 2), (3, 30, 0)]
+    );
+}
+
+/// A version at its type's largest value wraps to the smallest on the next
+/// write (as `wrapping_add(1)`), instead of failing out of range; a write
+/// based on the largest is stale afterwards.
+pub async fn a_version_at_its_largest_wraps_to_its_smallest(backend: Backend) {
+    use wrapped as t;
+    let (fx, _turn) = seeded(backend, t::Table).await;
+    fx.exec(&format!(
+        "UPDATE hlv_wrapped SET version = {} WHERE id IN (1, 2)",
+        i32::MAX
+    ))
+    .await;
+    let at_max = read::<t::Table>(&fx, 1).await;
+    assert_eq!(at_max.version, i32::MAX);
+
+    let txn = fx.begin().await;
+    let mut am = at_max.clone().into_active_model();
+    am.balance = Set(11);
+    let wrapped = t::Entity::update(am)
+        .exec_versioned(&txn)
+        .await
+        .expect("a versioned update at the largest version");
+    assert_eq!(wrapped.version, i32::MIN, "wrapped to the smallest");
+    let mut stale = at_max.clone().into_active_model();
+    stale.balance = Set(99);
+    assert_conflict(
+        t::Entity::update(stale).exec_versioned(&txn).await,
+        i64::from(i32::MAX),
+        i64::from(i32::MIN),
+        "versioned update from the largest version, after the wrap",
+    );
+    txn.commit().await.expect("commit");
+
+    // With a proof, and in bulk: the same wrap.
+    let txn = fx.begin().await;
+    as_u1_a1(&fx.locker, &txn, async |lock| {
+        t::Entity::update_many()
+            .col_expr(t::Column::Balance, Expr::col(t::Column::Balance).add(1))
+            .filter(t::Column::Id.eq(2))
+            .exec(lock)
+            .await
+            .expect("update_many at the largest version");
+    })
+    .await
+    .expect("locks");
+    txn.commit().await.expect("commit");
+    assert_eq!(
+        contents(&fx, t::Table).await[..2],
+        [(1, 11, i32::MIN), (2, 21, i32::MIN)]
     );
 }

@@ -46,7 +46,7 @@ pub use many::{ProtectedDeleteMany, ProtectedUpdateMany};
 pub use update::ProtectedUpdate;
 pub use upsert::ProtectedUpsert;
 #[doc(hidden)]
-pub use version::version_number;
+pub use version::{version_number, version_range};
 pub use version::{INITIAL_VERSION, VersionNumber, Versioned};
 
 /// A SeaORM entity whose rows belong to a node of the hierarchy.
@@ -73,6 +73,12 @@ pub trait Protect: EntityTrait {
     /// The version field (`#[protected(.., version = <field>)]`), which
     /// every write checks and increments; `None` for an entity without one.
     const VERSION_FIELD: Option<&'static str> = None;
+
+    /// The smallest and largest value of the version field's type (a write
+    /// of a row at the largest wraps it to the smallest).
+    fn version_range() -> (i64, i64) {
+        (i64::MIN, i64::MAX)
+    }
 
     /// The version of a stored row; `None` without a version field.
     fn row_version(model: &Self::Model) -> Option<i64> {

@@ -43,6 +43,13 @@ pub trait Versioned: Protect {}
     note = "declare the version field as `i32` or `i64` (a column `INTEGER NOT NULL` / `BIGINT NOT NULL`)"
 )]
 pub trait VersionNumber: Copy + Default {
+    /// The smallest version: where the version goes after [`MAX`](Self::MAX).
+    const MIN: i64;
+    /// The largest version: the next write wraps to [`MIN`](Self::MIN)
+    /// (as `wrapping_add(1)` would) instead of failing out of range. A
+    /// version only has to differ from the one a stale write is based on.
+    const MAX: i64;
+
     /// The version as an `i64`, for errors and comparisons.
     fn to_i64(self) -> i64;
 }
@@ -50,6 +57,9 @@ pub trait VersionNumber: Copy + Default {
 macro_rules! version_numbers {
     ($($t:ty),*) => {$(
         impl VersionNumber for $t {
+            const MIN: i64 = <$t>::MIN as i64;
+            const MAX: i64 = <$t>::MAX as i64;
+
             fn to_i64(self) -> i64 {
                 i64::from(self)
             }
@@ -63,6 +73,14 @@ version_numbers!(i16, i32, i64, u16, u32);
 #[doc(hidden)]
 pub fn version_number<T: VersionNumber>(version: &T) -> i64 {
     version.to_i64()
+}
+
+/// The range of the version field that `field` reads (what generated code
+/// calls, with a closure naming the field, so that its type is inferred).
+#[doc(hidden)]
+pub fn version_range<M, T: VersionNumber>(field: fn(&M) -> &T) -> (i64, i64) {
+    let _ = field;
+    (T::MIN, T::MAX)
 }
 
 /// The version column of `E`, if it has one; `Misuse` if its
@@ -117,9 +135,15 @@ pub(super) fn refuse_move<E: Protect>(model: &E::ActiveModel, action: &str) -> R
     }
 }
 
-/// `version = version + 1`, for `E`'s version column.
+/// `version = version + 1`, for `E`'s version column, wrapping from the
+/// type's largest value to its smallest (instead of an out-of-range error
+/// after 2³¹ − 1 writes of one `i32` row).
 pub(super) fn increment<E: Protect>(column: E::Column) -> SimpleExpr {
-    Expr::col((E::default(), column)).add(1)
+    let current = Expr::col((E::default(), column));
+    let (min, max) = E::version_range();
+    Expr::case(current.clone().eq(max), min)
+        .finally(current.add(1))
+        .into()
 }
 
 /// The statement's condition for one row: its primary key and, when the

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hierlock::proof::{AccountLevel, Read, ResourceLevel, UserLevel, Write};
+use hierlock::proof::{AccountLevel, Read, ReadSubtree, ResourceLevel, UserLevel, Write};
 use hierlock::sea_orm::{DatabaseTransaction, DbErr};
 use hierlock::{HasLocker, Locked, Locker, hierlocked};
 
@@ -43,6 +43,8 @@ fn is_user(_: &Locked<'_, UserLevel, Write>) {}
 fn is_account(_: &Locked<'_, AccountLevel, Write>) {}
 fn is_resource(_: &Locked<'_, ResourceLevel, Write>) {}
 fn is_account_read(_: &Locked<'_, AccountLevel, Read>) {}
+fn is_user_subtree_read(_: &Locked<'_, UserLevel, ReadSubtree>) {}
+fn is_resource_subtree_read(_: &Locked<'_, ResourceLevel, ReadSubtree>) {}
 
 impl Repo {
     /// A user lock; the ID is a `String` parameter, borrowed, not moved.
@@ -87,6 +89,25 @@ impl Repo {
     /// Flags also take `= true` / `= false`.
     #[hierlocked(user = "u", account = "a", read = false, nowait = false)]
     async fn flags(&self, txn: &DatabaseTransaction) -> Result<(), AppError> {
+        is_account(&lock);
+        Ok(())
+    }
+
+    /// A subtree read, of a user and of resources (there: a plain read).
+    #[hierlocked(user = "u", read_subtree)]
+    async fn read_subtree(&self, txn: &DatabaseTransaction) -> Result<(), AppError> {
+        is_user_subtree_read(&lock);
+        Ok(())
+    }
+
+    #[hierlocked(user = "u", account = "a", resources = ["r1", "r2"], read = false, read_subtree = true)]
+    async fn read_subtree_of_resources(&self, txn: &DatabaseTransaction) -> Result<(), AppError> {
+        is_resource_subtree_read(&lock);
+        Ok(())
+    }
+
+    #[hierlocked(user = "u", account = "a", read_subtree = false)]
+    async fn no_subtree_read(&self, txn: &DatabaseTransaction) -> Result<(), AppError> {
         is_account(&lock);
         Ok(())
     }
