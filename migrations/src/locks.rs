@@ -611,7 +611,7 @@ impl fmt::Display for LiveLocks {
                     LockState::Waiting => "waiting".into(),
                 },
                 mode_letter(lock.mode).into(),
-                lock.key.level.name().into(),
+                level_text(lock.key),
                 self.slot_text(lock.key),
                 lock.waited.map_or_else(|| "-".into(), seconds),
                 join_or_dash(lock.blocked_by.iter()),
@@ -628,7 +628,7 @@ impl fmt::Display for LiveLocks {
             ];
             for hot in &self.hottest {
                 rows.push(vec![
-                    hot.key.level.name().into(),
+                    level_text(hot.key),
                     self.slot_text(hot.key),
                     hot.waiters.to_string(),
                     seconds(hot.longest_wait),
@@ -672,6 +672,14 @@ fn write_table(f: &mut fmt::Formatter<'_>, rows: &[Vec<String>]) -> fmt::Result 
     Ok(())
 }
 
+/// `account`, or `account stripe` for one of an account's stripe keys.
+fn level_text(key: LockKey) -> String {
+    match key.kind {
+        KeyKind::Node => key.level.name().to_owned(),
+        KeyKind::Stripe => format!("{} stripe", key.level.name()),
+    }
+}
+
 fn mode_letter(mode: Option<LockMode>) -> &'static str {
     match mode {
         Some(LockMode::Shared) => "S",
@@ -697,8 +705,13 @@ fn join_or_dash<T: fmt::Display>(items: impl Iterator<Item = T>) -> String {
 
 fn key_json<S: Serializer>(key: &LockKey, s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeStruct;
-    let mut out = s.serialize_struct("LockKey", 2)?;
+    let mut out = s.serialize_struct("LockKey", 3)?;
     out.serialize_field("level", key.level.name())?;
+    let kind = match key.kind {
+        KeyKind::Node => "node",
+        KeyKind::Stripe => "stripe",
+    };
+    out.serialize_field("kind", kind)?;
     out.serialize_field("slot", &key.slot)?;
     out.end()
 }

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use hierlock::{Config, ErrorKind, PostgresLocks, Topology};
+use hierlock::{Config, ErrorKind, PostgresLocks, SubtreeReads, Topology};
 use hierlock_migration::{LockStore, Provision, status, verify};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
 
@@ -105,7 +105,7 @@ async fn verify_reports_a_complete_table_and_names_a_missing_level() {
                 .expect("delete a row");
                 let err = verify(&db, &config).await.expect_err("a row is missing");
                 assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
-                assert!(err.to_string().contains("level account"), "{err}");
+                assert!(err.to_string().contains("level 1 (account)"), "{err}");
                 assert!(err.to_string().contains("49 of 50"), "{err}");
             }
             LockStore::Advisory | LockStore::SqliteWriteLock => {
@@ -207,9 +207,88 @@ async fn the_command_line_verifies_and_reports() {
             .expect("delete a row");
             let (code, _, stderr) = run(&["verify"]);
             assert_eq!(code, Some(1), "{}", server.url);
-            assert!(stderr.contains("level resource"), "{stderr}");
+            assert!(stderr.contains("level 2 (resource)"), "{stderr}");
             assert!(stderr.contains("not provisioned"), "{stderr}");
         }
+    }
+}
+
+/// With subtree reads the table has five levels: `verify` counts each (the
+/// report, its text and its JSON), and a missing stripe row is named by its
+/// level. Every server; where there is no bucket table, no counts.
+#[tokio::test]
+async fn verify_counts_the_stripe_levels_and_names_a_missing_stripe_row() {
+    for (i, server) in servers().iter().enumerate() {
+        let db = connect(&server.url).await;
+        let table = format!("hl_inspect_stripes_{i}");
+        let config =
+            config(&table, server).with_subtree_reads(SubtreeReads::striped(4).expect("4 stripes"));
+        fresh(&db, &config).await;
+        let verified = verify(&db, &config).await.expect("complete");
+        let run = |args: &[&str]| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_hierlock"));
+            command.args(args).args([
+                "--database-url",
+                &server.url,
+                "--bucket-space",
+                "50",
+                "--table",
+                &table,
+                "--subtree-reads",
+                "4",
+            ]);
+            if server.postgres_locks == Some(PostgresLocks::BucketTable) {
+                command.args(["--postgres-locks", "bucket-table"]);
+            }
+            let out = command.output().expect("run hierlock");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.code(), stdout, stderr)
+        };
+        if verified.store != LockStore::BucketTable {
+            assert_eq!(verified.rows_per_level, None, "{}", server.url);
+            continue;
+        }
+        assert_eq!(verified.rows_per_level, Some(vec![50; 5]), "{}", server.url);
+        assert!(
+            verified.to_string().contains(
+                "complete: 50 / 50 / 50 / 50 / 50 rows \
+                 (user / account / resource / user stripes / account stripes)"
+            ),
+            "{verified}"
+        );
+        let (code, stdout, stderr) = run(&["verify", "--json"]);
+        assert_eq!(code, Some(0), "{}: {stderr}", server.url);
+        let json: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+        assert_eq!(
+            json["rows_per_level"],
+            serde_json::json!([50, 50, 50, 50, 50])
+        );
+        let (code, stdout, stderr) = run(&["verify"]);
+        assert_eq!(code, Some(0), "{}: {stderr}", server.url);
+        assert!(
+            stdout.contains("complete: 50 / 50 / 50 / 50 / 50"),
+            "{stdout}"
+        );
+
+        // One account stripe row gone: named by its level, and not complete.
+        db.execute_unprepared(&format!(
+            "DELETE FROM {table} WHERE level = 4 AND bucket = 7"
+        ))
+        .await
+        .expect("delete a stripe row");
+        let err = verify(&db, &config)
+            .await
+            .expect_err("a stripe row is missing");
+        assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
+        assert!(
+            err.to_string().contains("level 4 (account stripes)"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("49 of 50"), "{err}");
+        let (code, _, stderr) = run(&["verify"]);
+        assert_eq!(code, Some(1), "{}", server.url);
+        assert!(stderr.contains("level 4 (account stripes)"), "{stderr}");
     }
 }
 

@@ -5,7 +5,10 @@
 use std::process::Command;
 use std::time::Duration;
 
-use hierlock::{Config, Keyspace, Level, LockKey, LockMode, Locker, PostgresLocks, Target, Wait};
+use hierlock::{
+    Config, KeyKind, Keyspace, Level, LockKey, LockMode, Locker, PostgresLocks, SubtreeReads,
+    Target, Wait,
+};
 use hierlock_migration::{LiveLock, LiveLocks, LockState, Provision, live_locks};
 use sea_orm::{
     ConnectionTrait, Database, DatabaseConnection, DbBackend, Statement, TransactionTrait,
@@ -209,6 +212,98 @@ async fn a_holder_and_a_waiter_are_shown_and_mapped_to_their_node() {
             .expect("the waiter is granted once the holder is gone")
             .expect("join")
             .expect("the waiter locks");
+    }
+}
+
+/// With subtree reads, a writer of Resource(u1/a1/r1) holds one stripe of
+/// its account exclusively and a subtree reader of the account waits for it:
+/// both are shown on that stripe key, as a stripe of the account level (in
+/// the report, its text and its JSON).
+#[tokio::test]
+async fn a_held_stripe_and_its_waiter_are_shown_as_a_stripe() {
+    for server in servers() {
+        let name = server.name;
+        let db = connect(&server.url).await;
+        let config = config(&server)
+            .with_table(&format!("hl_live_stripes_{}", name.replace('-', "_")))
+            .expect("valid")
+            .with_subtree_reads(SubtreeReads::striped(4).expect("4 stripes"));
+        for table in [config.table().to_string(), config.table().meta()] {
+            db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}"))
+                .await
+                .expect("drop");
+        }
+        Provision::new(config.clone())
+            .run(&db)
+            .await
+            .expect("provision");
+        let locker = Locker::connect(&db, config.clone()).await.expect("locker");
+        let resource = Target::resource("u1", "a1", "r1");
+        let account = Target::account("u1", "a1");
+        let plan = locker
+            .plan(&[resource.clone().write()])
+            .expect("the writer's plan");
+        let stripe = plan
+            .locks()
+            .iter()
+            .find(|l| l.key.kind == KeyKind::Stripe && l.key.level == Level::Account)
+            .expect("a write takes a stripe of its account")
+            .key;
+
+        let holder_txn = db.begin().await.expect("begin");
+        let holder = connection_id(&holder_txn).await;
+        locker
+            .acquire(&holder_txn, [resource.clone().write()])
+            .await
+            .expect("the writer locks");
+        let waiter_txn = db.begin().await.expect("begin");
+        let waiter = connection_id(&waiter_txn).await;
+        let waiting = tokio::spawn({
+            let (locker, account) = (locker.clone(), account.clone());
+            async move {
+                let acquired = locker
+                    .acquire(&waiter_txn, [account.read_subtree()])
+                    .await
+                    .map(|_| ());
+                waiter_txn.rollback().await.expect("rollback");
+                acquired
+            }
+        });
+
+        let locks = until_waiting(&db, &config, &[], waiter).await;
+        let waiting_lock = lock_of(&locks, waiter, LockState::Waiting, stripe);
+        assert_eq!(waiting_lock.mode, Some(LockMode::Shared), "{name}\n{locks}");
+        assert!(waiting_lock.blocked_by.contains(&holder), "{name}\n{locks}");
+        lock_of(&locks, holder, LockState::Held, stripe);
+        let text = locks.to_string();
+        assert!(
+            text.lines()
+                .any(|l| l.contains("waiting") && l.contains("account stripe")),
+            "{name}: the waiter's row names the stripe\n{text}"
+        );
+
+        let json = inspect_command(&server, &config, &["--json"]);
+        let report: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+        let shown = |session: i64, state: &str| {
+            report["locks"].as_array().expect("locks").iter().any(|l| {
+                l["session"] == session
+                    && l["state"] == state
+                    && l["key"]["level"] == "account"
+                    && l["key"]["kind"] == "stripe"
+                    && l["key"]["slot"] == stripe.slot
+            })
+        };
+        assert!(shown(holder, "held"), "{name}: {json}");
+        assert!(shown(waiter, "waiting"), "{name}: {json}");
+        let table = inspect_command(&server, &config, &[]);
+        assert!(table.contains("account stripe"), "{name}: {table}");
+
+        holder_txn.rollback().await.expect("rollback");
+        tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("the reader is granted once the writer is gone")
+            .expect("join")
+            .expect("the reader locks");
     }
 }
 

@@ -6,7 +6,7 @@
 //! `mysql::…`) in its own table `hl_prov_<scenario>`, dropped first, so the
 //! tests can run in parallel with each other and with other test binaries.
 
-use hierlock::{Config, Dialect, ErrorKind, Level, Locker, PostgresLocks};
+use hierlock::{Config, Dialect, ErrorKind, Locker, PostgresLocks, SubtreeReads};
 use hierlock_migration::{CreateHierLockBuckets, LockStore, Progress, Provision, Report};
 use sea_orm::sea_query::{Alias, DynIden, IntoIden};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, DbBackend, Statement};
@@ -100,25 +100,42 @@ fn int(db: &DatabaseConnection) -> &'static str {
     }
 }
 
-/// Rows of `level`, the sum of their buckets, and the lowest and highest.
-async fn level_summary(db: &DatabaseConnection, table: &str, level: Level) -> [i64; 4] {
+/// `config` in the subtree-read layout with `stripes` stripes per node.
+fn striped(config: Config, stripes: u16) -> Config {
+    config.with_subtree_reads(SubtreeReads::striped(stripes).expect("a valid stripe count"))
+}
+
+/// Rows of table level `level`, the sum of their buckets, and the lowest and
+/// highest.
+async fn level_summary(db: &DatabaseConnection, table: &str, level: u8) -> [i64; 4] {
     let int = int(db);
     query_ints(
         db,
         format!(
             "SELECT CAST(COUNT(*) AS {int}), CAST(COALESCE(SUM(bucket), 0) AS {int}), \
              CAST(COALESCE(MIN(bucket), -1) AS {int}), CAST(COALESCE(MAX(bucket), -1) AS {int}) \
-             FROM {table} WHERE level = {}",
-            level.as_u8()
+             FROM {table} WHERE level = {level}"
         ),
     )
     .await
 }
 
-/// Assert that every level holds exactly the buckets `0..space`.
+/// Assert that the node levels 0–2 hold exactly the buckets `0..space`, and
+/// nothing else is in the table.
 async fn assert_full(db: &DatabaseConnection, table: &str, space: u32) {
+    assert_levels_full(db, table, space, 0..3).await;
+}
+
+/// Assert that each of `levels` holds exactly the buckets `0..space`, and
+/// that the table holds nothing else.
+async fn assert_levels_full(
+    db: &DatabaseConnection,
+    table: &str,
+    space: u32,
+    levels: std::ops::Range<u8>,
+) {
     let n = i64::from(space);
-    for level in Level::ALL {
+    for level in levels.clone() {
         assert_eq!(
             level_summary(db, table, level).await,
             [n, n * (n - 1) / 2, 0, n - 1],
@@ -130,7 +147,17 @@ async fn assert_full(db: &DatabaseConnection, table: &str, space: u32) {
         format!("SELECT CAST(COUNT(*) AS {}) FROM {table}", int(db)),
     )
     .await;
-    assert_eq!(total, 3 * n, "rows in {table}");
+    assert_eq!(total, levels.len() as i64 * n, "rows in {table}");
+}
+
+/// The layout name the metadata row records.
+async fn recorded_layout(db: &DatabaseConnection, config: &Config) -> String {
+    let dialect = Dialect::detect(db).await.expect("detect the server");
+    hierlock::schema::read_metadata(db, dialect, config)
+        .await
+        .expect("read the metadata row")
+        .expect("a metadata row")
+        .key_scheme
 }
 
 /// The metadata row's `complete` flag (`None`: no row).
@@ -483,6 +510,121 @@ async fn a_stopped_fill_resumes_in_key_order(server: &Server) {
     Locker::connect(&db, config).await.expect("complete");
 }
 
+async fn striped_provision_fills_five_levels(server: &Server) {
+    let table = "hl_prov_striped";
+    let db = setup(server, table).await;
+    let config = striped(config(table, 1000), 8);
+    assert_eq!(config.table_levels(), 0..5);
+    let provision = Provision::new(config.clone()).chunk_rows(400);
+    let done = provision.run(&db).await.expect("provision");
+    assert_eq!(done, report(5000, 5000, 0));
+    assert_levels_full(&db, table, 1000, 0..5).await;
+    assert_eq!(
+        recorded_layout(&db, &config).await,
+        "seed-fnv1a32+stripes-8"
+    );
+    assert_eq!(complete(&db, &config).await, Some(true));
+    Locker::connect(&db, config.clone())
+        .await
+        .expect("a striped locker");
+
+    let again = provision.run(&db).await.expect("second run");
+    assert_eq!(again, report(0, 5000, 5000));
+    assert_levels_full(&db, table, 1000, 0..5).await;
+}
+
+async fn a_stopped_striped_fill_resumes_in_the_stripe_levels(server: &Server) {
+    let table = "hl_prov_striped_stopped";
+    let db = setup(server, table).await;
+    let config = striped(config(table, 1000), 4);
+    record_inserts(&db, &config).await;
+    let provision = Provision::new(config.clone()).chunk_rows(300);
+
+    // Stopped (here: by a panic) after two chunks of level 3, the users'
+    // stripes: the three node levels are complete by then.
+    let stopped = tokio::spawn({
+        let (db, provision) = (db.clone(), provision.clone());
+        async move {
+            provision
+                .run_with_progress(&db, |p| {
+                    assert!(p.rows_done < 3600, "stopped in level 3");
+                })
+                .await
+        }
+    })
+    .await;
+    assert!(stopped.expect_err("the run was stopped").is_panic());
+    let mut first_run = keys(0..3, 0..1000);
+    first_run.extend(keys(3..4, 0..600));
+    assert!(
+        inserted_rows(&db, table).await == first_run,
+        "the stopped run should have filled levels 0-2 and level 3 up to 600"
+    );
+    assert_eq!(complete(&db, &config).await, Some(false));
+    let err = Locker::connect(&db, config.clone())
+        .await
+        .expect_err("an incomplete table is refused");
+    assert_eq!(err.kind(), ErrorKind::NotProvisioned, "{err}");
+
+    let resumed = provision.run(&db).await.expect("resume");
+    assert_eq!(resumed, report(1400, 5000, 3600));
+    let mut missing = keys(3..4, 600..1000);
+    missing.extend(keys(4..5, 0..1000));
+    assert!(
+        inserted_rows(&db, table).await == missing,
+        "the resumed run should insert exactly the missing stripe rows, in key order"
+    );
+    assert_levels_full(&db, table, 1000, 0..5).await;
+    assert_eq!(complete(&db, &config).await, Some(true));
+    Locker::connect(&db, config).await.expect("complete");
+}
+
+/// Provision `table` with `first`, then `second`: refused by kind, the table
+/// and its metadata row as `first` left them.
+async fn assert_layout_refused(server: &Server, table: &str, first: Config, second: Config) {
+    let db = setup(server, table).await;
+    Provision::new(first.clone())
+        .run(&db)
+        .await
+        .expect("the first provisioning");
+    let err = Provision::new(second.clone())
+        .run(&db)
+        .await
+        .expect_err("a table of another layout");
+    assert_eq!(err.kind(), ErrorKind::ConfigMismatch, "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&first.layout_name()) && message.contains(&second.layout_name()),
+        "both layouts are named: {message}"
+    );
+    let err = Locker::connect(&db, second)
+        .await
+        .expect_err("a locker of another layout");
+    assert_eq!(err.kind(), ErrorKind::ConfigMismatch, "{err}");
+    // Nothing was written: the rows and the metadata row are the first's.
+    assert_levels_full(&db, table, 100, first.table_levels()).await;
+    assert_eq!(recorded_layout(&db, &first).await, first.layout_name());
+    assert_eq!(complete(&db, &first).await, Some(true));
+}
+
+async fn a_striped_config_is_refused_on_a_seed_table(server: &Server) {
+    let table = "hl_prov_seed_then_striped";
+    let seed = config(table, 100);
+    assert_layout_refused(server, table, seed.clone(), striped(seed, 8)).await;
+}
+
+async fn a_seed_config_is_refused_on_a_striped_table(server: &Server) {
+    let table = "hl_prov_striped_then_seed";
+    let seed = config(table, 100);
+    assert_layout_refused(server, table, striped(seed.clone(), 8), seed).await;
+}
+
+async fn another_stripe_count_is_refused(server: &Server) {
+    let table = "hl_prov_striped_other_k";
+    let seed = config(table, 100);
+    assert_layout_refused(server, table, striped(seed.clone(), 8), striped(seed, 16)).await;
+}
+
 /// A migrator for the migration test's own table and migration table.
 struct TestMigrator;
 
@@ -554,6 +696,11 @@ on_every_server!(
     migration_up_and_down,
     rows_go_in_key_order,
     a_stopped_fill_resumes_in_key_order,
+    striped_provision_fills_five_levels,
+    a_stopped_striped_fill_resumes_in_the_stripe_levels,
+    a_striped_config_is_refused_on_a_seed_table,
+    a_seed_config_is_refused_on_a_striped_table,
+    another_stripe_count_is_refused,
 );
 
 /// Progress 2,500,000 of 3,000,000 rows, 2,000,000 of which were there
@@ -701,6 +848,51 @@ async fn cli_says_how_to_fix_a_bucket_space_mismatch() {
     assert!(err.contains("100 buckets per level"), "{err}");
     assert!(
         err.contains("hint:") && err.contains("--bucket-space") && err.contains("--table"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn cli_provisions_the_stripe_levels_with_subtree_reads() {
+    let table = "hl_prov_cli_stripes";
+    let db = setup(&MARIADB, table).await;
+    let args = ["--table", table, "--bucket-space", "100"];
+    let (ok, out, err) = cli_provision(
+        &url(&MARIADB),
+        &[&args[..], &["--subtree-reads", "4"]].concat(),
+    );
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains(
+            "`hl_prov_cli_stripes` is complete: 500 rows (100 buckets per level, 5 levels)"
+        ),
+        "{out}"
+    );
+    assert_levels_full(&db, table, 100, 0..5).await;
+    let config = striped(config(table, 100), 4);
+    assert_eq!(
+        recorded_layout(&db, &config).await,
+        "seed-fnv1a32+stripes-4"
+    );
+
+    // The same table without the flag: refused, and the hint names it.
+    let (ok, out, err) = cli_provision(&url(&MARIADB), &args);
+    assert!(!ok, "{out}{err}");
+    assert!(err.contains("seed-fnv1a32+stripes-4"), "{err}");
+    assert!(
+        err.contains("hint:") && err.contains("--subtree-reads"),
+        "{err}"
+    );
+    assert_levels_full(&db, table, 100, 0..5).await;
+}
+
+#[test]
+fn cli_refuses_zero_stripes_before_connecting() {
+    // Nothing listens on port 1: a connection attempt would fail otherwise.
+    let (ok, out, err) = cli_provision("mysql://root@127.0.0.1:1/test", &["--subtree-reads", "0"]);
+    assert!(!ok, "{out}{err}");
+    assert!(
+        err.contains("--subtree-reads 0") && err.contains("1..=1024 stripes per node"),
         "{err}"
     );
 }

@@ -148,7 +148,8 @@ impl Target {
             config = config.with_galera_single_writer();
         }
         if let Some(stripes) = self.subtree_reads {
-            let layout = SubtreeReads::striped(stripes).map_err(|e| error_chain(&e))?;
+            let layout = SubtreeReads::striped(stripes)
+                .map_err(|e| format!("--subtree-reads {stripes}: {}", error_chain(&e)))?;
             config = config.with_subtree_reads(layout);
         }
         Ok(config)
@@ -254,9 +255,10 @@ async fn provision(target: &Target, chunk_rows: Option<u32>) -> Result<(), Strin
     progress.finish();
     let report = result.map_err(|e| match e.kind() {
         ErrorKind::ConfigMismatch => format!(
-            "{}\nhint: to use the table as it is, pass the bucket space it records \
-             (--bucket-space); to change it, provision another table (--table) or drop `{table}` \
-             and `{table}_meta` and provision again, then move every service over at once",
+            "{}\nhint: to use the table as it is, pass the bucket space and the layout it records \
+             (--bucket-space; --subtree-reads K for `+stripes-K`); to change them, provision \
+             another table (--table) or drop `{table}` and `{table}_meta` and provision again, \
+             then move every service over at once",
             error_chain(&e),
             table = target.table,
         ),
@@ -276,10 +278,11 @@ async fn provision(target: &Target, chunk_rows: Option<u32>) -> Result<(), Strin
         LockStore::BucketTable => {
             let rate = report.inserted as f64 / elapsed.as_secs_f64().max(1e-9);
             println!(
-                "`{}` is complete: {} rows ({} buckets per level, 3 levels)",
+                "`{}` is complete: {} rows ({} buckets per level, {} levels)",
                 target.table,
                 HumanCount(report.total_rows),
                 HumanCount(u64::from(target.bucket_space)),
+                config.table_levels().len(),
             );
             println!(
                 "inserted {} rows in {:.1?} ({} rows/s); {} were already there",
