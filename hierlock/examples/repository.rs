@@ -397,7 +397,12 @@ async fn connect() -> Result<DatabaseConnection, DbErr> {
             format!("sqlite://{}?mode=rwc", path.display())
         }
     };
-    Database::connect(url).await
+    // On SQLite, hierlock's busy handler makes lock waits cancel-safe.
+    if url.starts_with("sqlite:") {
+        hierlock::sqlite::connect(url.as_str()).await
+    } else {
+        Database::connect(url).await
+    }
 }
 
 async fn create_tables(db: &DatabaseConnection) -> Result<(), DbErr> {

@@ -113,7 +113,12 @@ pub async fn connect(url: &str, options: &Options) -> Result<DatabaseConnection,
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
         });
-    Database::connect(connect).await
+    // On SQLite, hierlock's busy handler makes lock waits cancel-safe.
+    if url.starts_with("sqlite:") {
+        hierlock::sqlite::connect(connect).await
+    } else {
+        Database::connect(connect).await
+    }
 }
 
 /// The configuration the example's locker uses: its own bucket table and a

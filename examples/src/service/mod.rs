@@ -55,7 +55,13 @@ pub async fn connect(url: &str, connections: u32) -> Result<DatabaseConnection, 
         .map_sqlx_sqlite_opts(|sqlite| {
             sqlite.journal_mode(hierlock::sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
         });
-    Database::connect(options).await
+    // On SQLite, hierlock's busy handler ends a lock wait when its request
+    // is dropped (a client that hung up).
+    if url.starts_with("sqlite:") {
+        hierlock::sqlite::connect(options).await
+    } else {
+        Database::connect(options).await
+    }
 }
 
 /// The locker's configuration: the service's own bucket table, and
