@@ -16,9 +16,10 @@
 //! 1 and 16 clients), `zipf` (32 workers on Zipf-distributed rows against
 //! `FOR UPDATE` per row and per-ID lock rows), `scale` (N locks in one
 //! call), `provision` (hierlock-migration against the seed's
-//! `INSERT … SELECT`), `false-conflicts` (bucket collisions against the
-//! birthday bound; no server needed). The tables it creates are named
-//! `hlbench_*`.
+//! `INSERT … SELECT`), `subtree` (subtree reads against an exclusive
+//! account lock under a mixed workload, the stripes' cost to writes and
+//! reads), `false-conflicts` (bucket collisions against the birthday bound;
+//! no server needed). The tables it creates are named `hlbench_*`.
 
 use clap::{Parser, ValueEnum};
 use hierlock::PostgresLocks;
@@ -46,6 +47,10 @@ struct Args {
     /// a minute per run) instead of 10^6.
     #[arg(long)]
     provision_full: bool,
+    /// Buckets per level of the `subtree` workload's tables (one per lock
+    /// layout: 3× this many rows without stripes, 5× with).
+    #[arg(long, default_value_t = 10_000)]
+    subtree_space: u32,
     /// On PostgreSQL: `advisory` locks (the default) or the `bucket-table`.
     #[arg(long, value_enum, default_value = "advisory")]
     postgres_locks: PgLocks,
@@ -57,6 +62,7 @@ enum Workload {
     Zipf,
     Scale,
     Provision,
+    Subtree,
     FalseConflicts,
     All,
 }
@@ -99,6 +105,9 @@ async fn main() -> Result<(), BoxError> {
             1_000_000
         };
         bench::provision::run(&bench, space).await?;
+    }
+    if runs(Workload::Subtree) {
+        bench::subtree::run(&bench, args.subtree_space).await?;
     }
     if runs(Workload::FalseConflicts) {
         bench::false_conflicts::run(args.quick);

@@ -12,6 +12,7 @@ pub mod provision;
 pub mod rng;
 pub mod scale;
 pub mod stats;
+pub mod subtree;
 pub mod uncontended;
 pub mod zipf;
 
