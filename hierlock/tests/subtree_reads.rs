@@ -48,6 +48,34 @@ fn seen<L: hierlock::proof::LevelMarker>(lock: &Locked<'_, L, ReadSubtree>) -> S
 }
 
 impl Repo {
+    /// Lock the account for writing, then a resource of it within that proof.
+    #[hierlocked(user = user, account = account)]
+    async fn account_then_resource(
+        &self,
+        txn: &DatabaseTransaction,
+        user: &str,
+        account: &str,
+        resource: &str,
+    ) -> hierlock::Result<(Vec<hierlock::PlannedLock>, Vec<hierlock::PlannedLock>)> {
+        let outer = lock.txn_locks().to_vec();
+        let inner = self
+            .resource_within(txn, &lock, user, account, resource)
+            .await?;
+        Ok((outer, inner))
+    }
+
+    #[hierlocked(user = user, account = account, resource = resource, within = outer)]
+    async fn resource_within(
+        &self,
+        txn: &DatabaseTransaction,
+        outer: &Locked<'_, AccountLevel>,
+        user: &str,
+        account: &str,
+        resource: &str,
+    ) -> hierlock::Result<Vec<hierlock::PlannedLock>> {
+        Ok(lock.txn_locks().to_vec())
+    }
+
     #[hierlocked(user = user, account = account, read_subtree)]
     async fn account_total(
         &self,
@@ -152,4 +180,32 @@ async fn without_stripes_a_read_subtree_method_is_refused() {
         .expect_err("subtree reads are off");
     assert_eq!(err.kind(), ErrorKind::Misuse, "{err}");
     assert!(err.to_string().contains("needs subtree reads"), "{err}");
+}
+
+/// In the striped layout a resource written within its account's write lock
+/// keeps the global order: it takes no stripe (the account lock announced
+/// the transaction's writes below the user and is exclusive on the account),
+/// only its own key, after every key held.
+#[tokio::test]
+async fn a_resource_within_an_account_write_takes_only_its_own_key() {
+    let db = database("within").await;
+    let repo = striped_repo(&db).await;
+    let txn = db.begin().await.expect("begin");
+    let (outer, inner) = repo
+        .account_then_resource(&txn, "u1", "a1", "r1")
+        .await
+        .expect("a nested resource write is in order");
+    txn.commit().await.expect("commit");
+    let new: Vec<_> = inner.iter().filter(|l| !outer.contains(l)).collect();
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert_eq!(new[0].key.kind, KeyKind::Node);
+    assert_eq!(new[0].key.level, hierlock::Level::Resource);
+    assert_eq!(new[0].mode, LockMode::Exclusive);
+    // The account lock's own stripe: one, on the user.
+    let stripes: Vec<_> = outer
+        .iter()
+        .filter(|l| l.key.kind == KeyKind::Stripe)
+        .collect();
+    assert_eq!(stripes.len(), 1, "{outer:?}");
+    assert_eq!(stripes[0].key.level, hierlock::Level::User);
 }

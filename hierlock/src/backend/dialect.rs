@@ -293,9 +293,9 @@ mod tests {
         assert_eq!(
             sql(Dialect::Postgres, 0, Wait::Block),
             "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket \
-             FROM unnest($1::int2[], $2::int4[]) AS k(level, bucket) \
+             FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
              JOIN \"hier_lock_buckets\" AS b ON b.level = k.level AND b.bucket = k.bucket \
-             ORDER BY b.level, b.bucket FOR SHARE OF b"
+             ORDER BY k.position FOR SHARE OF b"
         );
     }
 

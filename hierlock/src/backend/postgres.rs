@@ -15,7 +15,9 @@ use crate::model::plan::{LockMode, PlannedLock};
 /// One run of equal modes on the bucket table, its keys as two array
 /// parameters (whatever the run's length: no parameter limit, no
 /// select-list limit, one statement text). PostgreSQL locks only the rows a
-/// query returns, in `ORDER BY` order (the lock is taken above the sort).
+/// query returns, in `ORDER BY` order (the lock is taken above the sort):
+/// here the keys' order in the arrays, the plan's (which is not the table's
+/// `(level, bucket)` order once stripes sit between the levels).
 pub(super) fn bucket_run(table: &str, run: &[PlannedLock], wait: Wait) -> Statement {
     let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
     let lock = match mode {
@@ -26,9 +28,9 @@ pub(super) fn bucket_run(table: &str, run: &[PlannedLock], wait: Wait) -> Statem
     let wait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
     let sql = format!(
         "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket \
-         FROM unnest($1::int2[], $2::int4[]) AS k(level, bucket) \
+         FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
          JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
-         ORDER BY b.level, b.bucket {lock} OF b{wait}"
+         ORDER BY k.position {lock} OF b{wait}"
     );
     let array = |field: fn(&PlannedLock) -> i64| {
         let mut text = String::with_capacity(2 + run.len() * 8);

@@ -276,18 +276,24 @@ impl<'t, L: LevelMarker, A: AccessMarker> Locked<'t, L, A> {
     ) -> Result<Self> {
         debug_assert!(requests.iter().all(|r| r.access == A::ACCESS));
         let keyspace = locker.keyspace();
-        let mut txn_locks = Vec::new();
-        if let Some(prior) = within {
-            check_within(&prior, txn, keyspace)?;
-            let plan = locker.plan(&requests)?;
-            check_order(prior.locks, plan.locks(), &requests)?;
-            txn_locks = merge(prior.locks, plan.locks());
-        }
         let wait = wait.unwrap_or_else(|| locker.config().wait());
-        let set = locker.acquire_with(txn, requests, wait).await?;
-        if within.is_none() {
-            txn_locks = set.plan().locks().to_vec();
-        }
+        let (set, txn_locks) = match within {
+            Some(prior) => {
+                check_within(&prior, txn, keyspace)?;
+                // Planned against what the transaction holds: no stripe for
+                // an ancestor whose writes it has announced already.
+                let plan = locker.plan_within(&requests, prior.locks)?;
+                check_order(prior.locks, plan.locks(), &requests)?;
+                let txn_locks = merge(prior.locks, plan.locks());
+                let set = locker.acquire_planned(txn, requests, plan, wait).await?;
+                (set, txn_locks)
+            }
+            None => {
+                let set = locker.acquire_with(txn, requests, wait).await?;
+                let txn_locks = set.plan().locks().to_vec();
+                (set, txn_locks)
+            }
+        };
         Ok(Locked {
             set,
             keyspace,
@@ -368,7 +374,7 @@ fn describe_key(key: LockKey) -> String {
         KeyKind::Stripe => " stripe",
     };
     format!(
-        "the {}{stripe} lock (level {}, slot {})",
+        "{}{stripe} lock (level {}, slot {})",
         key.level,
         key.table_level(),
         key.slot
@@ -419,7 +425,11 @@ mod tests {
         let err = check_order(&held, &earlier, &[]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Misuse);
         assert!(
-            err.to_string().contains("out of the global lock order"),
+            err.to_string().contains(
+                "out of the global lock order (it needs the exclusive account lock \
+                 (level 1, slot 2), which comes before the account lock (level 1, slot 7) \
+                 already held)"
+            ),
             "{err}"
         );
 

@@ -30,14 +30,16 @@ pub enum LockMode {
 }
 
 /// What one planned lock locks: a bucket row `(level, bucket)` or an
-/// advisory key. Ordered by kind (node keys before stripe keys), level, then
-/// slot: the global lock order.
+/// advisory key. Ordered by level, kind (a level's node keys before its
+/// stripe keys), then slot: the global lock order. (So a resource's key
+/// comes after its account's stripes: a lock taken within an account lock
+/// comes after it.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LockKey {
-    /// A node's own key, or one of its stripes (see [`SubtreeReads`]).
-    pub kind: KeyKind,
     /// The level of the node(s) hashed here.
     pub level: Level,
+    /// A node's own key, or one of its stripes (see [`SubtreeReads`]).
+    pub kind: KeyKind,
     /// The bucket number, or the 64-bit advisory key.
     pub slot: i64,
 }
@@ -180,7 +182,54 @@ impl LockPlan {
         keyspace: Keyspace,
         subtree_reads: SubtreeReads,
     ) -> Result<Self> {
+        Self::build(requests, keyspace, subtree_reads, &[])
+    }
+
+    /// Plan `requests` for a transaction that already holds `held` (a
+    /// nested acquisition, `within` an earlier proof): a write's stripe on an
+    /// ancestor is left out where the transaction already announces its
+    /// writes below that ancestor (MGL's IX, held once per transaction): it
+    /// holds the ancestor's own key exclusively, or one of its stripes
+    /// exclusively. So a resource written within its account's write lock
+    /// needs no stripe the account lock did not take.
+    ///
+    /// # Errors
+    /// As [`LockPlan::with_subtree_reads`].
+    pub fn within<'r>(
+        requests: impl IntoIterator<Item = &'r Request>,
+        keyspace: Keyspace,
+        subtree_reads: SubtreeReads,
+        held: &[PlannedLock],
+    ) -> Result<Self> {
+        Self::build(requests, keyspace, subtree_reads, held)
+    }
+
+    fn build<'r>(
+        requests: impl IntoIterator<Item = &'r Request>,
+        keyspace: Keyspace,
+        subtree_reads: SubtreeReads,
+        held: &[PlannedLock],
+    ) -> Result<Self> {
         let stripes = subtree_reads.stripes();
+        let held_exclusive: std::collections::HashSet<LockKey> = held
+            .iter()
+            .filter(|l| l.mode == LockMode::Exclusive)
+            .map(|l| l.key)
+            .collect();
+        // Whether the transaction already holds IX on the node `ids` at
+        // `level` (once per node, by its IDs, not its key: two nodes may
+        // share a key and not their stripes).
+        let mut known = std::collections::HashMap::<(Level, Vec<String>), bool>::new();
+        let mut announced = |level: Level, ids: &[String]| {
+            if held_exclusive.is_empty() {
+                return false;
+            }
+            *known.entry((level, ids.to_vec())).or_insert_with(|| {
+                held_exclusive.contains(&keyspace.key_of(level, ids))
+                    || (0..stripes)
+                        .any(|s| held_exclusive.contains(&keyspace.stripe_key_of(level, ids, s)))
+            })
+        };
         let mut modes = BTreeMap::<LockKey, LockMode>::new();
         let mut lock = |key: LockKey, mode: LockMode| {
             let slot = modes.entry(key).or_insert(mode);
@@ -211,7 +260,7 @@ impl LockPlan {
                 if stripes == 0 || level == Level::Resource {
                     continue;
                 }
-                if !own && request.access == Access::Write {
+                if !own && request.access == Access::Write && !announced(level, ids) {
                     // IX: one stripe, picked by the target being written.
                     let stripe = stripe_of_target(target.path(), stripes);
                     lock(
@@ -384,7 +433,7 @@ mod tests {
     }
 
     #[test]
-    fn with_stripes_a_write_takes_one_exclusive_stripe_per_ancestor_after_the_nodes() {
+    fn with_stripes_a_write_takes_one_exclusive_stripe_per_ancestor_after_its_key() {
         use KeyKind::*;
         use LockMode::*;
         let requests = [Target::resource("u1", "a1", "r1").write()];
@@ -394,13 +443,13 @@ mod tests {
                 kinds(&plan),
                 vec![
                     (Node, Level::User, Shared),
-                    (Node, Level::Account, Shared),
-                    (Node, Level::Resource, Exclusive),
                     (Stripe, Level::User, Exclusive),
+                    (Node, Level::Account, Shared),
                     (Stripe, Level::Account, Exclusive),
+                    (Node, Level::Resource, Exclusive),
                 ]
             );
-            assert_eq!(plan.runs().count(), 2);
+            assert_eq!(plan.runs().count(), 4);
         }
         // Without stripes, the seed's plan is unchanged.
         let seed = LockPlan::with_subtree_reads(&requests, SEED, SubtreeReads::Off).unwrap();
@@ -444,5 +493,97 @@ mod tests {
         assert_eq!(LockKey::of_row(2, 9), Some(LockKey::node(Level::Resource, 9)));
         assert_eq!(LockKey::of_row(5, 9), None);
         assert_eq!(LockKey::of_row(-1, 9), None);
+    }
+
+    #[test]
+    fn within_an_account_write_a_resource_write_needs_no_new_stripe() {
+        let account = [Target::account("u1", "a1").write()];
+        let held = LockPlan::with_subtree_reads(&account, SEED, STRIPED).unwrap();
+        // The account write: its key X, and IX on the user (one stripe).
+        assert_eq!(held.locks().len(), 3);
+        let inner = [
+            Target::resource("u1", "a1", "r1").write(),
+            Target::resource("u1", "a1", "r2").write(),
+        ];
+        let plan = LockPlan::within(&inner, SEED, STRIPED, held.locks()).unwrap();
+        // Nothing the account lock does not imply, and every new key after
+        // every held one: the nested call keeps the global order.
+        let new: Vec<_> = plan
+            .locks()
+            .iter()
+            .filter(|l| !held.locks().iter().any(|h| h.key == l.key))
+            .collect();
+        assert_eq!(new.len(), 2, "{new:?}");
+        assert!(new.iter().all(|l| l.key.kind == KeyKind::Node
+            && l.key.level == Level::Resource
+            && l.mode == LockMode::Exclusive));
+        let max_held = held.locks().iter().map(|l| l.key).max().unwrap();
+        assert!(new.iter().all(|l| l.key > max_held));
+        // Outside any proof the same requests take their own stripes.
+        let alone = LockPlan::with_subtree_reads(&inner, SEED, STRIPED).unwrap();
+        assert!(alone.locks().iter().any(|l| l.key.kind == KeyKind::Stripe));
+    }
+
+    #[test]
+    fn within_a_read_a_write_still_announces_itself() {
+        // A plain read of the account holds no exclusive key: a write below
+        // it must take its stripes (and, before the held account key, is
+        // then out of order for a nested call: the caller's check refuses it).
+        let held = LockPlan::with_subtree_reads(
+            &[Target::account("u1", "a1").read()],
+            SEED,
+            STRIPED,
+        )
+        .unwrap();
+        let inner = [Target::resource("u1", "a1", "r1").write()];
+        let plan = LockPlan::within(&inner, SEED, STRIPED, held.locks()).unwrap();
+        let stripes = plan
+            .locks()
+            .iter()
+            .filter(|l| l.key.kind == KeyKind::Stripe)
+            .count();
+        assert_eq!(stripes, 2);
+    }
+
+    #[test]
+    fn announcing_follows_nodes_not_buckets() {
+        // Two accounts in one bucket (a space of 1): an exclusive lock of the
+        // first announces the second (its bucket is held exclusively, and any
+        // subtree reader of the second needs it), but a held stripe of one
+        // node says nothing of another node's stripes.
+        let tiny = Keyspace::Buckets {
+            scheme: KeyScheme::SeedFnv1a32,
+            space: 1,
+        };
+        let held = LockPlan::with_subtree_reads(
+            &[Target::resource("u1", "a1", "r1").write()],
+            ADVISORY,
+            STRIPED,
+        )
+        .unwrap();
+        let inner = [Target::resource("u1", "a2", "r1").write()];
+        let plan = LockPlan::within(&inner, ADVISORY, STRIPED, held.locks()).unwrap();
+        // u1 is announced (its stripe is held); a2 is not (only a1's stripe is).
+        let new_stripes: Vec<_> = plan
+            .locks()
+            .iter()
+            .filter(|l| l.key.kind == KeyKind::Stripe)
+            .filter(|l| !held.locks().iter().any(|h| h.key == l.key))
+            .map(|l| l.key.level)
+            .collect();
+        assert_eq!(new_stripes, [Level::Account]);
+        let held_tiny = LockPlan::with_subtree_reads(
+            &[Target::account("u1", "a1").write()],
+            tiny,
+            STRIPED,
+        )
+        .unwrap();
+        let plan = LockPlan::within(&inner, tiny, STRIPED, held_tiny.locks()).unwrap();
+        assert!(
+            plan.locks()
+                .iter()
+                .all(|l| l.key.kind == KeyKind::Node || held_tiny.locks().iter().any(|h| h.key == l.key)),
+            "{plan:?}"
+        );
     }
 }

@@ -17,9 +17,12 @@
 //! writers' targets pick the same stripe (probability 1/K); S–S and IS–anything
 //! but X never conflict; X conflicts with all through N's own key.
 //!
-//! The stripe keys are a *second kind* of key, ordered after every node key
-//! (see [`LockKey`](crate::LockKey)), so the global order, and with it the
-//! freedom from deadlocks, holds across every mode.
+//! The stripe keys are a *second kind* of key, ordered right after their
+//! level's node keys (see [`LockKey`](crate::LockKey)), so the global order,
+//! and with it the freedom from deadlocks, holds across every mode; and a
+//! transaction announces its writes below a node once (IX is held per
+//! transaction: see [`LockPlan::within`](crate::LockPlan::within)), so a
+//! resource locked within its account's write lock still comes after it.
 
 use std::hash::Hasher;
 

@@ -219,8 +219,43 @@ impl Locker {
         requests: Vec<Request>,
         wait: Wait,
     ) -> Result<Held> {
-        let wait = wait.validate()?;
         let plan = self.plan(&requests)?;
+        self.lock_planned(conn, requests, plan, wait).await
+    }
+
+    /// The locks `requests` need on a transaction that holds `held` already
+    /// (see [`LockPlan::within`]).
+    pub(crate) fn plan_within(&self, requests: &[Request], held: &[PlannedLock]) -> Result<LockPlan> {
+        LockPlan::within(
+            requests,
+            self.keyspace(),
+            self.inner.config.subtree_reads(),
+            held,
+        )
+    }
+
+    /// [`Locker::acquire_with`] of `plan`, made for `requests` (by
+    /// [`Locker::plan_within`]).
+    pub(crate) async fn acquire_planned<'t>(
+        &self,
+        txn: &'t DatabaseTransaction,
+        requests: Vec<Request>,
+        plan: LockPlan,
+        wait: Wait,
+    ) -> Result<LockSet<'t>> {
+        let held = self.lock_planned(txn, requests, plan, wait).await?;
+        Ok(LockSet { txn, held })
+    }
+
+    /// Take `plan`, made for `requests`, on `conn`.
+    async fn lock_planned(
+        &self,
+        conn: &impl ConnectionTrait,
+        requests: Vec<Request>,
+        plan: LockPlan,
+        wait: Wait,
+    ) -> Result<Held> {
+        let wait = wait.validate()?;
         if conn.get_database_backend() != self.inner.dialect.backend() {
             return Err(Error::Misuse(format!(
                 "this locker is for {:?}, but the transaction is on {:?}",
