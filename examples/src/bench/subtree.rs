@@ -29,6 +29,7 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait, Value};
 use tokio::task::JoinSet;
 
 use super::stats::{Table, order};
+use super::uncontended::{ROWS_PER_CLIENT, Variant, throughput, transaction};
 use super::{Bench, BoxError, ROWS_TABLE, counters};
 use crate::bank::Rng;
 
@@ -48,9 +49,6 @@ pub const READER_HOLDS_MS: [u64; 2] = [0, 5];
 
 /// Every layout this section provisions: 0 is the seed's (no stripes).
 const LAYOUTS: [u16; 5] = [0, 1, 16, 64, 256];
-
-/// Rows each client of the write-overhead part cycles through.
-const ROWS_PER_CLIENT: i64 = 1000;
 
 /// One locker per layout of [`LAYOUTS`], all on `space` buckets per level.
 struct Lockers {
@@ -311,12 +309,20 @@ async fn write_overhead(bench: &Bench, lockers: &Lockers) -> Result<(), BoxError
         let mut table = Table::new(WRITE_LAYOUTS.map(layout_name));
         for stripes in WRITE_LAYOUTS {
             let locker = lockers.get(stripes)?;
-            write_throughput(bench, locker, clients, txns_per_client / 4 + 1).await?;
+            throughput(
+                bench,
+                locker,
+                Variant::Hierlock,
+                clients,
+                txns_per_client / 4 + 1,
+            )
+            .await?;
         }
         for rep in 0..bench.reps {
             for i in order(WRITE_LAYOUTS.len(), rep) {
                 let locker = lockers.get(WRITE_LAYOUTS[i])?;
-                let tps = write_throughput(bench, locker, clients, txns_per_client).await?;
+                let tps =
+                    throughput(bench, locker, Variant::Hierlock, clients, txns_per_client).await?;
                 table.record(i, rep, tps);
             }
         }
@@ -326,56 +332,20 @@ async fn write_overhead(bench: &Bench, lockers: &Lockers) -> Result<(), BoxError
     for stripes in WRITE_LAYOUTS {
         let locker = lockers.get(stripes)?;
         let counted = counters::per_txn(bench, 200, async |db, i| {
-            uncontended_write(bench, locker, db, i as i64 % ROWS_PER_CLIENT).await
+            transaction(
+                bench,
+                locker,
+                db,
+                Variant::Hierlock,
+                i as i64 % ROWS_PER_CLIENT,
+            )
+            .await
         })
         .await?;
         if let Some(counted) = counted {
             println!("    {:<26} {}", layout_name(stripes), counted.describe());
         }
     }
-    Ok(())
-}
-
-/// Committed writes per second of `clients` clients on rows of their own.
-async fn write_throughput(
-    bench: &Bench,
-    locker: &Locker,
-    clients: i64,
-    txns_per_client: i64,
-) -> Result<f64, BoxError> {
-    let start = Instant::now();
-    let mut tasks = JoinSet::new();
-    for client in 0..clients {
-        let (bench, locker) = (bench.clone(), locker.clone());
-        tasks.spawn(async move {
-            for i in 0..txns_per_client {
-                let row = client * ROWS_PER_CLIENT + i % ROWS_PER_CLIENT;
-                uncontended_write(&bench, &locker, &bench.db, row).await?;
-            }
-            Ok::<_, BoxError>(())
-        });
-    }
-    while let Some(done) = tasks.join_next().await {
-        done??;
-    }
-    Ok((clients * txns_per_client) as f64 / start.elapsed().as_secs_f64())
-}
-
-/// The uncontended section's hierlock transaction: users of 100 rows,
-/// accounts of 10, so each client's users are its own.
-async fn uncontended_write(
-    bench: &Bench,
-    locker: &Locker,
-    db: &DatabaseConnection,
-    row: i64,
-) -> Result<(), BoxError> {
-    let txn = db.begin().await?;
-    let target = Target::resource(row / 100, row / 10, row);
-    locker.acquire(&txn, [target.write()]).await?;
-    let sql = format!("UPDATE {ROWS_TABLE} SET balance = balance + 1 WHERE id = ?");
-    txn.execute_raw(bench.stmt(&sql, [Value::from(row)]))
-        .await?;
-    txn.commit().await?;
     Ok(())
 }
 

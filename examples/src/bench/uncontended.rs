@@ -17,7 +17,7 @@ use super::{Bench, BoxError, ROWS_TABLE, counters};
 
 /// What one measured transaction does before its `UPDATE`.
 #[derive(Clone, Copy, Debug)]
-enum Variant {
+pub(super) enum Variant {
     /// `SELECT balance … FOR UPDATE` on the row.
     Floor,
     /// `locker.acquire` of the row's Resource write lock.
@@ -36,7 +36,7 @@ impl Variant {
 }
 
 /// Rows each client cycles through; client `c` owns `c * ROWS_PER_CLIENT ..`.
-const ROWS_PER_CLIENT: i64 = 1000;
+pub(super) const ROWS_PER_CLIENT: i64 = 1000;
 
 /// Measure and print both variants at 1 and 16 clients.
 ///
@@ -90,7 +90,7 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
 
 /// Committed transactions per second of `clients` clients running
 /// `txns_per_client` transactions each on their own rows.
-async fn throughput(
+pub(super) async fn throughput(
     bench: &Bench,
     locker: &Locker,
     variant: Variant,
@@ -116,7 +116,7 @@ async fn throughput(
 }
 
 /// One transaction: lock `row` the variant's way, update it, commit.
-async fn transaction(
+pub(super) async fn transaction(
     bench: &Bench,
     locker: &Locker,
     db: &DatabaseConnection,
