@@ -5,21 +5,11 @@
 use hierlock::{Access, ErrorKind, Request, Target, Wait};
 use hierlock_tests::{Backend, Fixture, Promise};
 
-use crate::support::{holding, take};
+use crate::support::{holding, take, tree};
 
 /// Every request of the 2×2×2 tree: 14 nodes, read and write.
 fn all_requests() -> Vec<Request> {
-    let mut targets = Vec::new();
-    for u in ["u1", "u2"] {
-        targets.push(Target::user(u));
-        for a in ["a1", "a2"] {
-            targets.push(Target::account(u, a));
-            for r in ["r1", "r2"] {
-                targets.push(Target::resource(u, a, r));
-            }
-        }
-    }
-    targets
+    tree()
         .into_iter()
         .flat_map(|t| [t.clone().read(), t.write()])
         .collect()

@@ -20,7 +20,7 @@ use sea_orm::{
 use crate::deadlock::Lcg;
 use crate::errors::query_i64;
 use crate::scale::{advisory_locks_of, bucket_rows_locked, keys};
-use crate::support::{holding, take};
+use crate::support::{holding, take, tree};
 
 /// Stripes per node in the matrix and the exactness checks: two writes below
 /// one node falsely conflict with probability 1/8.
@@ -28,21 +28,6 @@ const STRIPES: u16 = 8;
 
 fn striped(stripes: u16) -> SubtreeReads {
     SubtreeReads::striped(stripes).expect("a valid stripe count")
-}
-
-/// Every node of the 2 users × 2 accounts × 2 resources tree, root first.
-fn tree() -> Vec<Target> {
-    let mut nodes = Vec::new();
-    for u in ["u1", "u2"] {
-        nodes.push(Target::user(u));
-        for a in ["a1", "a2"] {
-            nodes.push(Target::account(u, a));
-            for r in ["r1", "r2"] {
-                nodes.push(Target::resource(u, a, r));
-            }
-        }
-    }
-    nodes
 }
 
 /// Every node of the tree read, written and read as a subtree: 42 requests.

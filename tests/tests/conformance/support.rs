@@ -2,9 +2,25 @@
 
 use std::time::Duration;
 
-use hierlock::{Error, ErrorKind, LockSet, Request, Wait};
+use hierlock::{Error, ErrorKind, LockSet, Request, Target, Wait};
 use hierlock_tests::{Fixture, bounded};
 use sea_orm::DatabaseTransaction;
+
+/// Every node of the 2 users × 2 accounts × 2 resources tree, root first:
+/// the matrices' nodes.
+pub fn tree() -> Vec<Target> {
+    let mut nodes = Vec::new();
+    for u in ["u1", "u2"] {
+        nodes.push(Target::user(u));
+        for a in ["a1", "a2"] {
+            nodes.push(Target::account(u, a));
+            for r in ["r1", "r2"] {
+                nodes.push(Target::resource(u, a, r));
+            }
+        }
+    }
+    nodes
+}
 
 /// Acquire `requests` on `txn` and keep only the outcome.
 pub async fn take(
