@@ -249,9 +249,11 @@ fn version_impl(krate: &Path, version: Option<&Ident>) -> (TokenStream, TokenStr
             ::core::option::Option::Some(#name);
 
         fn version_range() -> (i64, i64) {
-            #krate::__private::version_range(
+            use #krate::__private::{NoVersionRange as _, VersionRange as _};
+            (&#krate::__private::VersionType::of(
                 |model: &<Self as #sea_orm::EntityTrait>::Model| &model.#field,
-            )
+            ))
+                .range()
         }
 
         fn row_version(

@@ -12,7 +12,9 @@ use crate::model::id::LockId;
 use crate::guarantee::proof::{AccessMarker, LevelMarker, Locked, Prior};
 use crate::model::target::{Access, Request, Target};
 
-pub use crate::guarantee::protect::{active_value, id_text, version_number, version_range};
+pub use crate::guarantee::protect::{
+    NoVersionRange, VersionRange, VersionType, active_value, id_text, version_number,
+};
 pub use sea_orm;
 
 /// Take the locks of a `#[hierlocked]` call and prove them.

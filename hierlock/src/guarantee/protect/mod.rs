@@ -46,7 +46,7 @@ pub use many::{ProtectedDeleteMany, ProtectedUpdateMany};
 pub use update::ProtectedUpdate;
 pub use upsert::ProtectedUpsert;
 #[doc(hidden)]
-pub use version::{version_number, version_range};
+pub use version::{NoVersionRange, VersionRange, VersionType, version_number};
 pub use version::{INITIAL_VERSION, VersionNumber, Versioned};
 
 /// A SeaORM entity whose rows belong to a node of the hierarchy.

@@ -75,13 +75,46 @@ pub fn version_number<T: VersionNumber>(version: &T) -> i64 {
     version.to_i64()
 }
 
-/// The range of the version field that `field` reads (what generated code
-/// calls, with a closure naming the field, so that its type is inferred).
+/// The type of a version field, for its range: generated code calls
+/// `(&VersionType::of(|model: &Model| &model.field)).range()`, which is
+/// [`VersionRange::range`] for an integer field and, through autoref,
+/// [`NoVersionRange::range`] otherwise, so that a field that is not an
+/// integer is reported once, by [`version_number`], and not again here.
 #[doc(hidden)]
-pub fn version_range<M, T: VersionNumber>(field: fn(&M) -> &T) -> (i64, i64) {
-    let _ = field;
-    (T::MIN, T::MAX)
+pub struct VersionType<T>(std::marker::PhantomData<T>);
+
+impl<T> VersionType<T> {
+    /// The type of the field that `field` reads.
+    pub fn of<M>(field: fn(&M) -> &T) -> Self {
+        let _ = field;
+        VersionType(std::marker::PhantomData)
+    }
 }
+
+/// The range of an integer version field (see [`VersionType`]).
+#[doc(hidden)]
+pub trait VersionRange {
+    /// `(MIN, MAX)` of the field's type.
+    fn range(&self) -> (i64, i64);
+}
+
+impl<T: VersionNumber> VersionRange for VersionType<T> {
+    fn range(&self) -> (i64, i64) {
+        (T::MIN, T::MAX)
+    }
+}
+
+/// The fallback of [`VersionRange`] for a field that is not an integer,
+/// which does not compile anyway (see [`VersionType`]).
+#[doc(hidden)]
+pub trait NoVersionRange {
+    /// Never used by a crate that compiles.
+    fn range(&self) -> (i64, i64) {
+        (i64::MIN, i64::MAX)
+    }
+}
+
+impl<T> NoVersionRange for &VersionType<T> {}
 
 /// The version column of `E`, if it has one; `Misuse` if its
 /// [`Protect::VERSION_FIELD`] names no column (a hand-written `Protect`),
