@@ -18,8 +18,11 @@
 //! call), `provision` (hierlock-migration against the seed's
 //! `INSERT … SELECT`), `subtree` (subtree reads against an exclusive
 //! account lock under a mixed workload, the stripes' cost to writes and
-//! reads), `false-conflicts` (bucket collisions against the birthday bound;
-//! no server needed). The tables it creates are named `hlbench_*`.
+//! reads), `versions` (optimistic versions: `exec_versioned` against a
+//! plain `UPDATE`, a lock and the floor, and two edits from one version
+//! against a lock held across read-modify-write), `false-conflicts`
+//! (bucket collisions against the birthday bound; no server needed). The
+//! tables it creates are named `hlbench_*`.
 
 use clap::{Parser, ValueEnum};
 use hierlock::PostgresLocks;
@@ -63,6 +66,7 @@ enum Workload {
     Scale,
     Provision,
     Subtree,
+    Versions,
     FalseConflicts,
     All,
 }
@@ -108,6 +112,9 @@ async fn main() -> Result<(), BoxError> {
     }
     if runs(Workload::Subtree) {
         bench::subtree::run(&bench, args.subtree_space).await?;
+    }
+    if runs(Workload::Versions) {
+        bench::versions::run(&bench).await?;
     }
     if runs(Workload::FalseConflicts) {
         bench::false_conflicts::run(args.quick);

@@ -14,6 +14,7 @@ pub mod scale;
 pub mod stats;
 pub mod subtree;
 pub mod uncontended;
+pub mod versions;
 pub mod zipf;
 
 use hierlock::{Config, Dialect, PostgresLocks};
