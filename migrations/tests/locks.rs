@@ -94,7 +94,13 @@ async fn until_waiting(
     let poll = async {
         loop {
             let locks = live_locks(db, config, nodes).await.expect("live locks");
-            if locks.waiters().any(|l| l.session == waiter) {
+            // The lock views and the wait views are read by two queries: a
+            // wait can show in the first before the second names its
+            // blocker (seen once on MySQL 9). Wait for both.
+            if locks
+                .waiters()
+                .any(|l| l.session == waiter && !l.blocked_by.is_empty())
+            {
                 return locks;
             }
             tokio::time::sleep(Duration::from_millis(150)).await;
@@ -102,7 +108,7 @@ async fn until_waiting(
     };
     tokio::time::timeout(Duration::from_secs(10), poll)
         .await
-        .unwrap_or_else(|_| panic!("session {waiter} never showed as waiting"))
+        .unwrap_or_else(|_| panic!("session {waiter} never showed as waiting, with its blocker"))
 }
 
 fn lock_of(locks: &LiveLocks, session: i64, state: LockState, key: LockKey) -> &LiveLock {
