@@ -29,7 +29,7 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait, Value};
 use tokio::task::JoinSet;
 
 use super::stats::{Table, order};
-use super::uncontended::{ROWS_PER_CLIENT, Variant, throughput, transaction};
+use super::uncontended::{ROWS_PER_CLIENT, Variant, at_1_and_16_clients, throughput, transaction};
 use super::{Bench, BoxError, ROWS_TABLE, counters};
 use crate::bank::Rng;
 
@@ -296,38 +296,15 @@ async fn write_overhead(bench: &Bench, lockers: &Lockers) -> Result<(), BoxError
         "### Write overhead: an uncontended Resource write (acquire; UPDATE; COMMIT) \
          with stripes against the seed layout (txn/s, higher is better)"
     );
-    for (clients, txns_per_client) in [(1, 2000), (16, 400)] {
-        let txns_per_client = if bench.quick {
-            txns_per_client / 8
-        } else {
-            txns_per_client
-        };
-        println!(
-            "{clients} client(s), {txns_per_client} transactions each, {} reps:",
-            bench.reps
-        );
-        let mut table = Table::new(WRITE_LAYOUTS.map(layout_name));
-        for stripes in WRITE_LAYOUTS {
-            let locker = lockers.get(stripes)?;
-            throughput(
-                bench,
-                locker,
-                Variant::Hierlock,
-                clients,
-                txns_per_client / 4 + 1,
-            )
-            .await?;
-        }
-        for rep in 0..bench.reps {
-            for i in order(WRITE_LAYOUTS.len(), rep) {
-                let locker = lockers.get(WRITE_LAYOUTS[i])?;
-                let tps =
-                    throughput(bench, locker, Variant::Hierlock, clients, txns_per_client).await?;
-                table.record(i, rep, tps);
-            }
-        }
-        table.print("txn/s");
-    }
+    at_1_and_16_clients(
+        bench,
+        WRITE_LAYOUTS.map(layout_name),
+        async |i, clients, txns| {
+            let locker = lockers.get(WRITE_LAYOUTS[i])?;
+            throughput(bench, locker, Variant::Hierlock, clients, txns).await
+        },
+    )
+    .await?;
     counters::print_header(bench, "one Resource write");
     for stripes in WRITE_LAYOUTS {
         let locker = lockers.get(stripes)?;

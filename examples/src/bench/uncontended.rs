@@ -52,6 +52,36 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
     let config = bench.lock_config()?;
     Provision::new(config.clone()).run(&bench.db).await?;
     let locker = Locker::connect(&bench.db, config).await?;
+    at_1_and_16_clients(
+        bench,
+        VARIANTS.map(Variant::name),
+        async |i, clients, txns| throughput(bench, &locker, VARIANTS[i], clients, txns).await,
+    )
+    .await?;
+    counters::print_header(bench, "one row");
+    for variant in VARIANTS {
+        let counted = counters::per_txn(bench, 200, async |db, i| {
+            transaction(bench, &locker, db, variant, i as i64 % ROWS_PER_CLIENT).await
+        })
+        .await?;
+        if let Some(counted) = counted {
+            println!("    {:<44} {}", variant.name(), counted.describe());
+        }
+    }
+    Ok(())
+}
+
+/// Measure the variants named `names` at 1 and 16 clients (txn/s), each
+/// client on rows of its own: for each client count a warm-up of each
+/// variant, not recorded, then `bench.reps` interleaved repetitions, printed
+/// as one table. `measure(variant, clients, txns_per_client)` is one sample
+/// of variant number `variant`.
+pub(super) async fn at_1_and_16_clients(
+    bench: &Bench,
+    names: impl IntoIterator<Item = impl Into<String>>,
+    mut measure: impl AsyncFnMut(usize, i64, i64) -> Result<f64, BoxError>,
+) -> Result<(), BoxError> {
+    let names: Vec<String> = names.into_iter().map(Into::into).collect();
     for (clients, txns_per_client) in [(1, 2000), (16, 400)] {
         let txns_per_client = if bench.quick {
             txns_per_client / 8
@@ -62,28 +92,17 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
             "{clients} client(s), {txns_per_client} transactions each, {} reps:",
             bench.reps
         );
-        let mut table = Table::new(VARIANTS.map(Variant::name));
-        // A warm-up of each variant, not recorded.
-        for variant in VARIANTS {
-            throughput(bench, &locker, variant, clients, txns_per_client / 4 + 1).await?;
+        let mut table = Table::new(names.clone());
+        for variant in 0..names.len() {
+            measure(variant, clients, txns_per_client / 4 + 1).await?;
         }
         for rep in 0..bench.reps {
-            for i in order(VARIANTS.len(), rep) {
-                let tps = throughput(bench, &locker, VARIANTS[i], clients, txns_per_client).await?;
-                table.record(i, rep, tps);
+            for variant in order(names.len(), rep) {
+                let tps = measure(variant, clients, txns_per_client).await?;
+                table.record(variant, rep, tps);
             }
         }
         table.print("txn/s");
-    }
-    counters::print_header(bench, "one row");
-    for variant in VARIANTS {
-        let counted = counters::per_txn(bench, 200, async |db, i| {
-            transaction(bench, &locker, db, variant, i as i64 % ROWS_PER_CLIENT).await
-        })
-        .await?;
-        if let Some(counted) = counted {
-            println!("    {:<44} {}", variant.name(), counted.describe());
-        }
     }
     Ok(())
 }

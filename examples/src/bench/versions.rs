@@ -34,7 +34,7 @@ use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
 use super::stats::{Table, order};
-use super::uncontended::ROWS_PER_CLIENT;
+use super::uncontended::{ROWS_PER_CLIENT, at_1_and_16_clients};
 use super::{Bench, BoxError, ROWS, counters};
 
 /// The versioned table both parts write.
@@ -165,30 +165,12 @@ async fn uncontended(bench: &Bench, locker: &Locker) -> Result<(), BoxError> {
         "### Uncontended writes, each client on rows of its own \
          (txn/s, higher is better; ratios against the plain UPDATE)"
     );
-    for (clients, txns_per_client) in [(1, 2000), (16, 400)] {
-        let txns_per_client = if bench.quick {
-            txns_per_client / 8
-        } else {
-            txns_per_client
-        };
-        println!(
-            "{clients} client(s), {txns_per_client} transactions each, {} reps:",
-            bench.reps
-        );
-        let mut table = Table::new(Write::ALL.map(Write::name));
-        // A warm-up of each variant, not recorded.
-        for write in Write::ALL {
-            throughput(bench, locker, write, clients, txns_per_client / 4 + 1).await?;
-        }
-        for rep in 0..bench.reps {
-            for i in order(Write::ALL.len(), rep) {
-                let tps =
-                    throughput(bench, locker, Write::ALL[i], clients, txns_per_client).await?;
-                table.record(i, rep, tps);
-            }
-        }
-        table.print("txn/s");
-    }
+    at_1_and_16_clients(
+        bench,
+        Write::ALL.map(Write::name),
+        async |i, clients, txns| throughput(bench, locker, Write::ALL[i], clients, txns).await,
+    )
+    .await?;
     counters::print_header(bench, "one row");
     for write in Write::ALL {
         let mut rows = read_rows(&bench.db, 0..ROWS_PER_CLIENT).await?;
