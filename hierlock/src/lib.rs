@@ -67,7 +67,7 @@ with_a_backend! {
         KeyKind, Keyspace, LockKey, LockMode, LockPlan, MAX_LOCKS_PER_CALL, PlannedLock,
         STRIPE_LEVEL_OFFSET,
     };
-    pub use model::stripe::{MAX_STRIPES, SubtreeReads, advisory_stripe_level};
+    pub use model::stripe::{MAX_STRIPES, SubtreeReads};
     pub use runtime::retry::{RetryPolicy, Retryable, retry};
     pub use model::target::{Access, Request, Target};
     pub use backend::topology::Topology;

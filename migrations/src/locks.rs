@@ -11,7 +11,7 @@ use std::time::Duration;
 use hierlock::sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult, Statement, Value};
 use hierlock::{
     Config, Dialect, Error, KeyKind, Keyspace, Level, LockKey, LockMode, PostgresLocks, Target,
-    TxnState, advisory_stripe_level,
+    TxnState,
 };
 use serde::{Serialize, Serializer};
 
@@ -416,19 +416,8 @@ async fn postgres_advisory_locks(
     let mut locks = Vec::new();
     for row in query(db, Dialect::Postgres, sql, [i64::from(namespace).into()]).await? {
         let key: i64 = read(&row, "key")?;
-        // Bits 46–47 hold the level, or 3 for a stripe (see
-        // `hierlock::advisory_key`, `hierlock::advisory_stripe_level`).
-        let key = match (
-            advisory_stripe_level(key),
-            Level::ALL.get(((key as u64) >> 46 & 0b11) as usize),
-        ) {
-            (Some(level), _) => LockKey {
-                kind: KeyKind::Stripe,
-                level,
-                slot: key,
-            },
-            (None, Some(level)) => LockKey::node(*level, key),
-            (None, None) => continue,
+        let Some(key) = LockKey::of_advisory(key) else {
+            continue;
         };
         let waiting: bool = read(&row, "waiting")?;
         let mode: String = read(&row, "mode")?;

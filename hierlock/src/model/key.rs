@@ -72,8 +72,14 @@ fn fnv1a32(bytes: &[u8]) -> u32 {
     })
 }
 
-/// Bits of the advisory key left for the node's hash.
-const ADVISORY_HASH_BITS: u32 = 46;
+/// Bits of the advisory key left for the node's hash: bits 46–47 hold the
+/// level (0–2), or 3 for a stripe key (see `model::stripe`).
+pub(crate) const ADVISORY_HASH_BITS: u32 = 46;
+
+/// `hash` folded into its low `bits` bits (the high bits XORed in).
+pub(crate) fn fold_hash(hash: u64, bits: u32) -> u64 {
+    (hash ^ (hash >> bits)) & ((1 << bits) - 1)
+}
 
 /// The PostgreSQL advisory-lock key of a node: a 64-bit key laid out as
 /// `namespace (16 bits) | level (2 bits) | hash (46 bits)`.
@@ -91,7 +97,7 @@ pub fn advisory_key(namespace: u16, level: Level, ids: &[impl AsRef<str>]) -> i6
         hasher.write(id);
     }
     let hash = hasher.finish();
-    let folded = (hash ^ (hash >> ADVISORY_HASH_BITS)) & ((1 << ADVISORY_HASH_BITS) - 1);
+    let folded = fold_hash(hash, ADVISORY_HASH_BITS);
     let key =
         (u64::from(namespace) << 48) | (u64::from(level.as_u8()) << ADVISORY_HASH_BITS) | folded;
     key as i64

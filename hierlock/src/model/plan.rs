@@ -8,9 +8,11 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::model::key::{KeyScheme, advisory_key};
+use crate::model::key::{ADVISORY_HASH_BITS, KeyScheme, advisory_key};
 use crate::model::level::Level;
-use crate::model::stripe::{SubtreeReads, advisory_stripe_key, stripe_bucket, stripe_of_target};
+use crate::model::stripe::{
+    SubtreeReads, advisory_stripe_key, advisory_stripe_level, stripe_bucket, stripe_of_target,
+};
 use crate::model::target::{Access, Request};
 
 /// The most locks (distinct keys, ancestors included) one acquisition takes.
@@ -61,6 +63,22 @@ impl LockKey {
             KeyKind::Node => self.level.as_u8(),
             KeyKind::Stripe => STRIPE_LEVEL_OFFSET + self.level.as_u8(),
         }
+    }
+
+    /// The key that the PostgreSQL advisory key `key` is: a node's, or with
+    /// 3 in its level bits a stripe's (see [`advisory_key`]); `None` for a
+    /// key of neither shape.
+    pub fn of_advisory(key: i64) -> Option<Self> {
+        if let Some(level) = advisory_stripe_level(key) {
+            return Some(LockKey {
+                level,
+                kind: KeyKind::Stripe,
+                slot: key,
+            });
+        }
+        let level = ((key as u64) >> ADVISORY_HASH_BITS) & 0b11;
+        let level = Level::from_depth(usize::try_from(level).ok()? + 1)?;
+        Some(LockKey::node(level, key))
     }
 
     /// The key that the bucket table's row `(level, bucket)` is, if `level`
@@ -483,6 +501,20 @@ mod tests {
             LockPlan::new(&[Target::account("u1", "a1").read_subtree()], SEED).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Misuse);
         assert!(err.to_string().contains("with_subtree_reads"), "{err}");
+    }
+
+    #[test]
+    fn advisory_keys_say_which_key_they_are() {
+        let ids: Vec<String> = vec!["u".into(), "a".into()];
+        for level in [Level::User, Level::Account] {
+            let ids = &ids[..level.depth()];
+            let node = ADVISORY.key_of(level, ids);
+            let stripe = ADVISORY.stripe_key_of(level, ids, 5);
+            assert_eq!(LockKey::of_advisory(node.slot), Some(node));
+            assert_eq!(LockKey::of_advisory(stripe.slot), Some(stripe));
+        }
+        let resource = ADVISORY.key_of(Level::Resource, &["u".into(), "a".into(), "r".into()]);
+        assert_eq!(LockKey::of_advisory(resource.slot), Some(resource));
     }
 
     #[test]

@@ -29,7 +29,7 @@ use std::hash::Hasher;
 use fnv::FnvHasher;
 
 use crate::error::{Error, Result};
-use crate::model::key::KeyScheme;
+use crate::model::key::{ADVISORY_HASH_BITS, KeyScheme, fold_hash};
 use crate::model::level::Level;
 
 /// The most stripes per node: a subtree read of a user takes them all in one
@@ -128,9 +128,6 @@ pub(crate) fn stripe_bucket(
     }
 }
 
-/// Bits of the advisory key left for the hash (as for node keys).
-const ADVISORY_HASH_BITS: u32 = 46;
-
 /// The advisory key of stripe `stripe` of the node `ids` at `level`:
 /// `namespace (16 bits) | 3 (2 bits) | level (1 bit: user 0, account 1) |
 /// hash (45 bits)`. Node keys use 0–2 in the level bits, so stripe keys never
@@ -138,14 +135,14 @@ const ADVISORY_HASH_BITS: u32 = 46;
 pub(crate) fn advisory_stripe_key(namespace: u16, level: Level, ids: &[String], stripe: u16) -> i64 {
     const HASH_BITS: u32 = ADVISORY_HASH_BITS - 1;
     let hash = mixed_hash(ids, u64::from(stripe));
-    let folded = (hash ^ (hash >> HASH_BITS)) & ((1 << HASH_BITS) - 1);
+    let folded = fold_hash(hash, HASH_BITS);
     let level = u64::from(level.as_u8() & 1);
     ((u64::from(namespace) << 48) | (3 << ADVISORY_HASH_BITS) | (level << HASH_BITS) | folded)
         as i64
 }
 
 /// The level whose stripe the advisory key `key` is, if it is a stripe key.
-pub fn advisory_stripe_level(key: i64) -> Option<Level> {
+pub(crate) fn advisory_stripe_level(key: i64) -> Option<Level> {
     let key = key as u64;
     if (key >> ADVISORY_HASH_BITS) & 0b11 != 3 {
         return None;
