@@ -91,6 +91,26 @@ impl Metadata {
         let (scheme, subtree_reads) = SubtreeReads::parse_layout(&self.key_scheme)?;
         Some((KeyScheme::from_name(scheme)?, subtree_reads))
     }
+
+    /// Refuse a row that records another layout or bucket space than
+    /// `config`'s: two services hashing differently would silently not
+    /// exclude each other.
+    ///
+    /// # Errors
+    /// [`Error::ConfigMismatch`] naming both.
+    pub fn check_describes(&self, config: &Config) -> Result<()> {
+        let space = i64::from(config.bucket_space());
+        if self.layout() == Some((config.key_scheme(), config.subtree_reads()))
+            && self.bucket_space == space
+        {
+            return Ok(());
+        }
+        Err(Error::ConfigMismatch {
+            table: config.table().to_string(),
+            found: describe(&self.key_scheme, self.bucket_space),
+            expected: describe(&config.layout_name(), space),
+        })
+    }
 }
 
 /// Read the metadata row, `None` if the table or the row is missing.
@@ -147,16 +167,7 @@ pub(crate) async fn verify(
             txn_state: TxnState::Unchanged,
         });
     };
-    let expected = describe(&config.layout_name(), i64::from(config.bucket_space()));
-    if meta.layout() != Some((config.key_scheme(), config.subtree_reads()))
-        || meta.bucket_space != i64::from(config.bucket_space())
-    {
-        return Err(Error::ConfigMismatch {
-            table: table.to_owned(),
-            found: describe(&meta.key_scheme, meta.bucket_space),
-            expected,
-        });
-    }
+    meta.check_describes(config)?;
     if !meta.complete {
         return Err(Error::NotProvisioned {
             what: format!(

@@ -282,13 +282,7 @@ impl Provision {
                 txn_state: TxnState::Unchanged,
             });
         };
-        if !describes(&found, config) {
-            return Err(Error::ConfigMismatch {
-                table: config.table().to_string(),
-                found: describe(&found.key_scheme, found.bucket_space),
-                expected: describe(&config.layout_name(), i64::from(config.bucket_space())),
-            });
-        }
+        found.check_describes(config)?;
         Ok(found)
     }
 
@@ -376,17 +370,6 @@ async fn query_int(
         Some(row) => row.try_get::<Option<i64>>("", column),
         None => Ok(None),
     }
-}
-
-/// Whether the metadata row `found` describes `config`'s scheme and space.
-fn describes(found: &Metadata, config: &Config) -> bool {
-    found.layout() == Some((config.key_scheme(), config.subtree_reads()))
-        && found.bucket_space == i64::from(config.bucket_space())
-}
-
-/// The wording of [`Error::ConfigMismatch`], as `Locker::connect` words it.
-fn describe(scheme: &str, space: i64) -> String {
-    format!("key scheme {scheme} and {space} buckets per level")
 }
 
 /// Run `stmt`, returning the rows it affected.
