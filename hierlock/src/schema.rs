@@ -20,19 +20,21 @@ use crate::config::Config;
 use crate::backend::dialect::Dialect;
 use crate::error::{Error, Result, TxnState};
 use crate::model::key::KeyScheme;
+use crate::model::level::Level;
+use crate::model::plan::{KeyKind, LockKey};
 use crate::model::stripe::SubtreeReads;
 
 /// What the bucket table's `level` column value `level` holds: `user`,
 /// `account`, `resource`, `user stripes`, `account stripes` (see
 /// [`Config::table_levels`]).
 pub fn level_name(level: u8) -> &'static str {
-    match level {
-        0 => "user",
-        1 => "account",
-        2 => "resource",
-        3 => "user stripes",
-        4 => "account stripes",
-        _ => "unknown",
+    let Some(key) = LockKey::of_row(i64::from(level), 0) else {
+        return "unknown";
+    };
+    match (key.kind, key.level) {
+        (KeyKind::Node, level) => level.name(),
+        (KeyKind::Stripe, Level::User) => "user stripes",
+        (KeyKind::Stripe, _) => "account stripes",
     }
 }
 
@@ -213,4 +215,18 @@ pub async fn ensure_sqlite(db: &impl ConnectionTrait, config: &Config) -> Result
             .map_err(|e| Error::database("creating hierlock's SQLite metadata table", e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_levels_are_named_as_their_keys() {
+        let names: Vec<_> = (0..6).map(level_name).collect();
+        assert_eq!(
+            names,
+            ["user", "account", "resource", "user stripes", "account stripes", "unknown"]
+        );
+    }
 }
