@@ -199,6 +199,27 @@ fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseErro
     }
 }
 
+/// What to do when the server's memory for locks ran out (`err` says so):
+/// PostgreSQL's shared lock table (53200, its advisory locks count there),
+/// InnoDB's lock memory (1206, taken from the buffer pool). `None` for any
+/// other error.
+pub(crate) fn lock_memory_full_hint(err: &DbErr) -> Option<&'static str> {
+    match server_code(database_error(err)?)? {
+        ServerCode::Postgres("53200") => Some(
+            "PostgreSQL's shared lock table is full (53200): all sessions together hold at \
+             most max_locks_per_transaction × (max_connections + max_prepared_transactions) \
+             locks, and each planned lock is one; raise max_locks_per_transaction (a \
+             restart), or lock a common ancestor instead of many targets (README, Sizing)",
+        ),
+        ServerCode::MySql(1206) => Some(
+            "InnoDB's lock memory is full (1206): it is taken from the buffer pool; raise \
+             innodb_buffer_pool_size, or lock a common ancestor instead of many targets \
+             (README, Sizing)",
+        ),
+        _ => None,
+    }
+}
+
 /// Whether `err` says a table does not exist.
 pub(crate) fn is_missing_table(err: &DbErr) -> bool {
     let Some(db) = database_error(err) else {

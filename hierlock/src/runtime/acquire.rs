@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::backend::cancel::{CancelOnDrop, Canceller};
-use crate::backend::classify::{Conflict, classify, is_missing_table};
+use crate::backend::classify::{Conflict, classify, is_missing_table, lock_memory_full_hint};
 use crate::backend::sqlite::is_missing_lock_wait_function;
 use crate::backend::sqlite::waits::{Limit, Registration};
 use crate::config::{Config, PostgresLocks, Wait};
@@ -288,6 +288,7 @@ impl Locker {
                 _ => None,
             },
             requests: &requests,
+            locks: plan.locks().len(),
             statements: 0,
             cancel: None,
             holds_prefix: false,
@@ -553,6 +554,8 @@ struct Run<'c, C> {
     deadline: Option<Instant>,
     /// What was asked for: described only when an error needs it.
     requests: &'c [Request],
+    /// How many locks the plan takes.
+    locks: usize,
     statements: usize,
     /// The canceller and the server-side id of `conn`, for statements that
     /// may wait.
@@ -732,7 +735,14 @@ impl<C: ConnectionTrait> Run<'_, C> {
                 row: None,
                 txn_state: busy_state,
             },
-            None => Error::database_in(format!("acquiring {what}"), err, busy_state),
+            None => match lock_memory_full_hint(&err) {
+                Some(hint) => Error::database_in(
+                    format!("acquiring {} locks ({what}): {hint}", self.locks),
+                    err,
+                    busy_state,
+                ),
+                None => Error::database_in(format!("acquiring {what}"), err, busy_state),
+            },
         }
     }
 

@@ -85,6 +85,74 @@ async fn check_exact(fx: &Fixture, space: i64, resources: usize, isolation: Isol
     holder.rollback().await.expect("rollback");
 }
 
+/// `MAX_LOCKS_PER_CALL` advisory locks in one call: PostgreSQL's shared
+/// lock table, sized by the server's configuration, holds them all, or the
+/// call fails saying which setting to raise, with the transaction aborted
+/// and nothing held after its rollback. With the default
+/// `max_locks_per_transaction` (64) it cannot hold them: the failure is
+/// required there.
+pub async fn the_largest_advisory_acquisition_fits_or_says_what_to_raise(backend: Backend) {
+    let fx = Fixture::new(backend, "scale_advisory", 40_000).await;
+    let row = fx
+        .db
+        .query_one_raw(Statement::from_string(
+            DbBackend::Postgres,
+            "SELECT (current_setting('max_locks_per_transaction')::int8 * \
+             (current_setting('max_connections')::int8 + \
+              current_setting('max_prepared_transactions')::int8)) AS capacity",
+        ))
+        .await
+        .expect("settings")
+        .expect("a row");
+    let capacity: i64 = row.try_get("", "capacity").expect("capacity");
+    let requests: Vec<Request> = (0..MAX_LOCKS_PER_CALL - 2)
+        .map(|i| Target::resource("u", "a", i).write())
+        .collect();
+    let plan = fx.locker.plan(&requests).expect("plan");
+    assert_eq!(plan.locks().len(), MAX_LOCKS_PER_CALL);
+    let txn = fx.begin().await;
+    let outcome = bounded("the acquisition", fx.locker.acquire(&txn, requests.clone())).await;
+    let refused = outcome.is_err();
+    match outcome {
+        Ok(_) => {
+            let (locked, _) = advisory_locks_of(&fx, &txn, &plan).await;
+            assert_eq!(locked, keys(&plan, None), "every planned key is held");
+        }
+        Err(err) => {
+            let message = err.to_string();
+            assert_eq!(err.kind(), hierlock::ErrorKind::Database, "{message}");
+            assert_eq!(err.txn_state(), hierlock::TxnState::Aborted, "{message}");
+            assert!(!err.is_retryable(), "{message}");
+            for needed in [
+                "acquiring 30000 locks",
+                "shared lock table is full (53200)",
+                "raise max_locks_per_transaction",
+            ] {
+                assert!(message.contains(needed), "{needed:?} in {message}");
+            }
+            assert!(
+                capacity < MAX_LOCKS_PER_CALL as i64,
+                "a lock table for {capacity} locks refused {MAX_LOCKS_PER_CALL}: {message}"
+            );
+        }
+    }
+    txn.rollback().await.expect("rollback");
+    // The server's table held at most twice its configured size here.
+    if capacity * 2 < MAX_LOCKS_PER_CALL as i64 {
+        assert!(
+            refused,
+            "a lock table for {capacity} locks took {MAX_LOCKS_PER_CALL}"
+        );
+    }
+    // The rollback released them: the same plan's first keys are free.
+    let again = fx.begin().await;
+    fx.locker
+        .acquire_with(&again, requests[..100].to_vec(), Wait::NoWait)
+        .await
+        .expect("free after the rollback");
+    again.rollback().await.expect("rollback");
+}
+
 /// While one resource in the middle of a large plan is held elsewhere, an
 /// acquisition of the plan waits for it holding exactly the rows before it:
 /// every row is taken in key order.
