@@ -4,9 +4,11 @@
 //! run's figures.
 //!
 //! One module per workload; [`stats`] interleaves variants and summarises
-//! them, [`counters`] reads the server's own statement counters.
+//! them, [`counters`] reads the server's own statement counters, [`cpu`] the
+//! CPU time clients and server spend.
 
 pub mod counters;
+pub mod cpu;
 pub mod false_conflicts;
 pub mod provision;
 pub mod rng;

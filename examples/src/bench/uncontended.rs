@@ -12,6 +12,7 @@ use hierlock_migration::Provision;
 use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait, Value};
 use tokio::task::JoinSet;
 
+use super::cpu::CpuTimes;
 use super::stats::{Table, order};
 use super::{Bench, BoxError, ROWS_TABLE, counters};
 
@@ -74,8 +75,9 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
 /// Measure the variants named `names` at 1 and 16 clients (txn/s), each
 /// client on rows of its own: for each client count a warm-up of each
 /// variant, not recorded, then `bench.reps` interleaved repetitions, printed
-/// as one table. `measure(variant, clients, txns_per_client)` is one sample
-/// of variant number `variant`.
+/// as one table, with the CPU the clients and the server spent per
+/// transaction (see [`cpu`](super::cpu)). `measure(variant, clients,
+/// txns_per_client)` is one sample of variant number `variant`.
 pub(super) async fn at_1_and_16_clients(
     bench: &Bench,
     names: impl IntoIterator<Item = impl Into<String>>,
@@ -93,16 +95,27 @@ pub(super) async fn at_1_and_16_clients(
             bench.reps
         );
         let mut table = Table::new(names.clone());
+        let mut client_cpu = Table::new(names.clone());
+        let mut server_cpu = Table::new(names.clone());
         for variant in 0..names.len() {
             measure(variant, clients, txns_per_client / 4 + 1).await?;
         }
         for rep in 0..bench.reps {
             for variant in order(names.len(), rep) {
+                let before = CpuTimes::now(bench.dialect);
                 let tps = measure(variant, clients, txns_per_client).await?;
+                let cpu =
+                    before.per_txn_since(CpuTimes::now(bench.dialect), clients * txns_per_client);
                 table.record(variant, rep, tps);
+                client_cpu.record(variant, rep, cpu.client_us);
+                server_cpu.record(variant, rep, cpu.server_us);
             }
         }
         table.print("txn/s");
+        println!("  CPU per transaction, this process (the clients: hierlock, SeaORM, sqlx):");
+        client_cpu.print("µs");
+        println!("  CPU per transaction, the server's processes on this machine:");
+        server_cpu.print("µs");
     }
     Ok(())
 }
