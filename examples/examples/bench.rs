@@ -13,7 +13,8 @@
 //! ```
 //!
 //! Workloads: `uncontended` (a Resource write against `SELECT … FOR UPDATE`,
-//! 1 and 16 clients), `zipf` (32 workers on Zipf-distributed rows against
+//! 1 and 16 clients), `shapes` (the same transaction with other lock
+//! statement shapes, MySQL family), `zipf` (32 workers on Zipf-distributed rows against
 //! `FOR UPDATE` per row and per-ID lock rows), `scale` (N locks in one
 //! call), `provision` (hierlock-migration against the seed's
 //! `INSERT … SELECT`), `subtree` (subtree reads against an exclusive
@@ -62,6 +63,7 @@ struct Args {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Workload {
     Uncontended,
+    Shapes,
     Zipf,
     Scale,
     Provision,
@@ -95,6 +97,9 @@ async fn main() -> Result<(), BoxError> {
     bench::print_header(&bench).await?;
     if runs(Workload::Uncontended) {
         bench::uncontended::run(&bench).await?;
+    }
+    if runs(Workload::Shapes) {
+        bench::shapes::run(&bench).await?;
     }
     if runs(Workload::Zipf) {
         bench::zipf::run(&bench).await?;

@@ -13,6 +13,7 @@ pub mod false_conflicts;
 pub mod provision;
 pub mod rng;
 pub mod scale;
+pub mod shapes;
 pub mod stats;
 pub mod subtree;
 pub mod uncontended;

@@ -129,14 +129,33 @@ pub(super) async fn throughput(
     clients: i64,
     txns_per_client: i64,
 ) -> Result<f64, BoxError> {
+    let (bench, locker) = (bench.clone(), locker.clone());
+    clients_throughput(clients, txns_per_client, move |row| {
+        let (bench, locker) = (bench.clone(), locker.clone());
+        async move { transaction(&bench, &locker, &bench.db, variant, row).await }
+    })
+    .await
+}
+
+/// Committed transactions per second of `clients` concurrent clients, each
+/// running `transaction(row)` `txns_per_client` times, client `c` on rows
+/// `c * ROWS_PER_CLIENT ..` of its own.
+pub(super) async fn clients_throughput<F, T>(
+    clients: i64,
+    txns_per_client: i64,
+    transaction: F,
+) -> Result<f64, BoxError>
+where
+    F: Fn(i64) -> T + Clone + Send + 'static,
+    T: Future<Output = Result<(), BoxError>> + Send,
+{
     let start = Instant::now();
     let mut tasks = JoinSet::new();
     for client in 0..clients {
-        let (bench, locker) = (bench.clone(), locker.clone());
+        let transaction = transaction.clone();
         tasks.spawn(async move {
             for i in 0..txns_per_client {
-                let row = client * ROWS_PER_CLIENT + i % ROWS_PER_CLIENT;
-                transaction(&bench, &locker, &bench.db, variant, row).await?;
+                transaction(client * ROWS_PER_CLIENT + i % ROWS_PER_CLIENT).await?;
             }
             Ok::<_, BoxError>(())
         });
