@@ -129,7 +129,10 @@ pub use locks::{
     target_from_path,
 };
 pub use migration::{CreateHierLockBuckets, Migrator};
-pub use provision::{DEFAULT_CHUNK_ROWS, Progress, Provision, Report, SEQUENCE_ENGINE_CHUNK_ROWS};
+pub use provision::{
+    DEFAULT_CHUNK_ROWS, DEFAULT_CONCURRENT_LEVELS, Progress, Provision, Report,
+    SEQUENCE_ENGINE_CHUNK_ROWS,
+};
 
 /// `error: cause: cause…` on one line, each cause once: for messages that
 /// carry text only (`DbErr::Migration`, the CLI's output). SeaORM's errors

@@ -321,11 +321,154 @@ async fn progress_rises_to_the_total(server: &Server) {
     assert_eq!(seen[0].rows_done, 0);
     for pair in seen.windows(2) {
         assert!(pair[0].rows_done < pair[1].rows_done, "{seen:?}");
-        assert!(pair[0].level <= pair[1].level, "{seen:?}");
+    }
+    for level in 0..3 {
+        let reports = seen[1..].iter().filter(|p| p.level == level).count();
+        assert_eq!(reports, 4, "level {level}: {seen:?}");
     }
     let last = seen.last().expect("progress was reported");
-    assert_eq!((last.level, last.rows_done), (2, 3000));
+    assert_eq!(last.rows_done, 3000);
     assert!(seen.iter().all(|p| p.rows_total == 3000), "{seen:?}");
+}
+
+/// By default the levels fill side by side, each on a pooled connection of
+/// its own: a second level reports progress before the first is done. One
+/// level at a time (`concurrent_levels(1)`) fills them in order.
+async fn levels_fill_side_by_side_unless_told_otherwise(server: &Server) {
+    let table = "hl_prov_side_by_side";
+    let db = setup(server, table).await;
+    // Chunks of 1,000 rows, 20 per level, on a pool that has a connection
+    // for each level already (opening one can take longer than a level).
+    open_connections(&db, 3).await;
+    let mut levels: Vec<u8> = Vec::new();
+    Provision::new(config(table, 20_000))
+        .chunk_rows(1000)
+        .run_with_progress(&db, |p| levels.push(p.level))
+        .await
+        .expect("provision");
+    let last_of_level_0 = levels.iter().rposition(|&l| l == 0).expect("level 0");
+    let first_of_others = levels.iter().position(|&l| l > 0).expect("levels 1-2");
+    assert!(
+        first_of_others < last_of_level_0,
+        "levels filled one after the other: {levels:?}"
+    );
+    assert_full(&db, table, 20_000).await;
+
+    drop_tables(&db, table).await;
+    let mut levels: Vec<u8> = Vec::new();
+    Provision::new(config(table, 20_000))
+        .chunk_rows(1000)
+        .concurrent_levels(1)
+        .run_with_progress(&db, |p| levels.push(p.level))
+        .await
+        .expect("provision");
+    assert!(levels.is_sorted(), "one level at a time: {levels:?}");
+    assert_full(&db, table, 20_000).await;
+
+    let err = Provision::new(config(table, 20_000))
+        .concurrent_levels(0)
+        .run(&db)
+        .await
+        .expect_err("0 levels at a time");
+    assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{err}");
+}
+
+/// Make the pool open `n` connections (at least), by holding them at once.
+async fn open_connections(db: &DatabaseConnection, n: usize) {
+    let sleep = if db.get_database_backend() == DbBackend::Postgres {
+        "SELECT pg_sleep(0.1)"
+    } else {
+        "SELECT SLEEP(0.1)"
+    };
+    let mut held = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let db = db.clone();
+        held.spawn(async move { db.execute_unprepared(sleep).await.map(drop) });
+    }
+    while let Some(done) = held.join_next().await {
+        done.expect("task").expect("a connection");
+    }
+}
+
+/// A chunk that fails (here: a trigger refuses level 1's bucket 3000) ends
+/// the run with an error naming it; no level starts another chunk, so the
+/// other levels stop short, each level a prefix of whole chunks; a rerun
+/// (the trigger gone) inserts exactly the missing rows.
+async fn a_failed_chunk_stops_every_level_and_a_rerun_resumes(server: &Server) {
+    let table = "hl_prov_failed_chunk";
+    let db = setup(server, table).await;
+    let config = config(table, 20_000);
+    let dialect = Dialect::detect(&db).await.expect("detect the server");
+    db.execute_unprepared(&hierlock::schema::create_bucket_table(dialect, &config))
+        .await
+        .expect("create the bucket table");
+    let refuse = "level = 1 AND NEW.bucket = 3000";
+    let trigger = if dialect.is_mysql_family() {
+        vec![format!(
+            "CREATE TRIGGER {table}_refuse BEFORE INSERT ON {table} FOR EACH ROW \
+             BEGIN IF NEW.{refuse} THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF; END"
+        )]
+    } else {
+        vec![
+            format!(
+                "CREATE OR REPLACE FUNCTION {table}_refuse() RETURNS trigger AS $$ BEGIN \
+                 IF NEW.{refuse} THEN RAISE EXCEPTION 'refused by the test'; END IF; \
+                 RETURN NEW; END $$ LANGUAGE plpgsql"
+            ),
+            format!(
+                "CREATE TRIGGER {table}_refuse BEFORE INSERT ON {table} FOR EACH ROW \
+                 EXECUTE FUNCTION {table}_refuse()"
+            ),
+        ]
+    };
+    for sql in &trigger {
+        db.execute_unprepared(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let provision = Provision::new(config.clone()).chunk_rows(1000);
+    open_connections(&db, 3).await;
+    let err = provision.run(&db).await.expect_err("a chunk was refused");
+    assert_eq!(err.kind(), ErrorKind::Database, "{err}");
+    assert!(
+        err.to_string().contains("buckets 3000..4000 of level 1"),
+        "{err}"
+    );
+    let mut present = 0;
+    for level in 0..3_u8 {
+        let [count, _sum, lowest, highest] = level_summary(&db, table, level).await;
+        assert!(
+            count == 0 || (lowest == 0 && highest + 1 == count),
+            "level {level} is not a prefix: {count} rows, {lowest}..={highest}"
+        );
+        assert_eq!(count % 1000, 0, "level {level}: whole chunks only");
+        if level == 1 {
+            assert_eq!(count, 3000, "level 1 stops at the refused chunk");
+        } else {
+            assert!(
+                count < 20_000,
+                "level {level} went on to its end: {count} rows"
+            );
+        }
+        present += count as u64;
+    }
+    assert_eq!(complete(&db, &config).await, Some(false));
+
+    db.execute_unprepared(&format!(
+        "DROP TRIGGER {table}_refuse{}",
+        if dialect.is_mysql_family() {
+            String::new()
+        } else {
+            format!(" ON {table}")
+        }
+    ))
+    .await
+    .expect("drop the trigger");
+    let resumed = provision.run(&db).await.expect("rerun");
+    assert_eq!(resumed, report(60_000 - present, 60_000, present));
+    assert_full(&db, table, 20_000).await;
+    assert_eq!(complete(&db, &config).await, Some(true));
 }
 
 async fn a_single_bucket_works(server: &Server) {
@@ -450,12 +593,30 @@ async fn rows_go_in_key_order(server: &Server) {
     let db = setup(server, table).await;
     let config = config(table, 1000);
     record_inserts(&db, &config).await;
-    let done = Provision::new(config)
+    let done = Provision::new(config.clone())
         .chunk_rows(300)
         .run(&db)
         .await
         .expect("provision");
     assert_eq!(done, report(3000, 3000, 0));
+    // Levels fill side by side: each in bucket order.
+    let inserted = inserted_rows(&db, table).await;
+    for level in 0..3 {
+        let of_level: Vec<(i64, i64)> = inserted.iter().copied().filter(|r| r.0 == level).collect();
+        assert!(
+            of_level == keys(level..level + 1, 0..1000),
+            "level {level}'s rows were not inserted in bucket order"
+        );
+    }
+    // One level at a time: all in (level, bucket) order.
+    drop_tables(&db, table).await;
+    record_inserts(&db, &config).await;
+    Provision::new(config)
+        .chunk_rows(300)
+        .concurrent_levels(1)
+        .run(&db)
+        .await
+        .expect("provision");
     assert!(
         inserted_rows(&db, table).await == keys(0..3, 0..1000),
         "rows were not inserted in (level, bucket) order"
@@ -467,7 +628,10 @@ async fn a_stopped_fill_resumes_in_key_order(server: &Server) {
     let db = setup(server, table).await;
     let config = config(table, 1000);
     record_inserts(&db, &config).await;
-    let provision = Provision::new(config.clone()).chunk_rows(300);
+    // One level at a time, so that where it stops is known.
+    let provision = Provision::new(config.clone())
+        .chunk_rows(300)
+        .concurrent_levels(1);
 
     // A run stopped (here: by a panic) after its second chunk of 300 rows.
     let stopped = tokio::spawn({
@@ -538,7 +702,10 @@ async fn a_stopped_striped_fill_resumes_in_the_stripe_levels(server: &Server) {
     let db = setup(server, table).await;
     let config = striped(config(table, 1000), 4);
     record_inserts(&db, &config).await;
-    let provision = Provision::new(config.clone()).chunk_rows(300);
+    // One level at a time, so that where it stops is known.
+    let provision = Provision::new(config.clone())
+        .chunk_rows(300)
+        .concurrent_levels(1);
 
     // Stopped (here: by a panic) after two chunks of level 3, the users'
     // stripes: the three node levels are complete by then.
@@ -690,6 +857,8 @@ on_every_server!(
     zero_chunk_rows_is_invalid,
     locker_connects_only_after_provisioning,
     progress_rises_to_the_total,
+    levels_fill_side_by_side_unless_told_otherwise,
+    a_failed_chunk_stops_every_level_and_a_rerun_resumes,
     a_single_bucket_works,
     uneven_chunks_fill_exactly,
     concurrent_runs_both_succeed,
