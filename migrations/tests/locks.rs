@@ -64,6 +64,18 @@ fn config(server: &Server) -> Config {
     }
 }
 
+/// `config` with advisory keys in `namespace`, if it uses advisory locks:
+/// they are server-wide, and the scenarios run at the same time, so each
+/// reports (and waits on) keys of its own only.
+fn own_advisory_namespace(config: Config, namespace: u16) -> Config {
+    match config.postgres_locks() {
+        PostgresLocks::Advisory { .. } => {
+            config.with_postgres_locks(PostgresLocks::Advisory { namespace })
+        }
+        _ => config,
+    }
+}
+
 async fn connect(url: &str) -> DatabaseConnection {
     Database::connect(url)
         .await
@@ -234,6 +246,7 @@ async fn a_held_stripe_and_its_waiter_are_shown_as_a_stripe() {
             .with_table(&format!("hl_live_stripes_{}", name.replace('-', "_")))
             .expect("valid")
             .with_subtree_reads(SubtreeReads::striped(4).expect("4 stripes"));
+        let config = own_advisory_namespace(config, 0x57e1);
         for table in [config.table().to_string(), config.table().meta()] {
             db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}"))
                 .await
@@ -323,8 +336,14 @@ fn inspect_command(server: &Server, config: &Config, args: &[&str]) -> String {
         "--table",
         config.table().as_str(),
     ]);
-    if server.postgres_locks == Some(PostgresLocks::BucketTable) {
-        command.args(["--postgres-locks", "bucket-table"]);
+    match config.postgres_locks() {
+        PostgresLocks::BucketTable => {
+            command.args(["--postgres-locks", "bucket-table"]);
+        }
+        PostgresLocks::Advisory { namespace } => {
+            command.args(["--advisory-namespace", &namespace.to_string()]);
+        }
+        _ => {}
     }
     let out = command.args(args).output().expect("run hierlock");
     assert!(
@@ -348,6 +367,7 @@ async fn no_locks_is_an_empty_report() {
                 server.name.replace('-', "_")
             ))
             .expect("valid");
+        let config = own_advisory_namespace(config, 0x1d1e);
         Provision::new(config.clone())
             .run(&db)
             .await
