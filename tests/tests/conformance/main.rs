@@ -121,7 +121,6 @@ exact_tests!(mysql => hierlock_tests::Backend::MySql;
     errors::partial_lock_set_after_a_mysql_failure_stays_held,
     errors::dropped_table_is_not_provisioned);
 exact_tests!(postgres => hierlock_tests::Backend::Postgres;
-    scale::the_largest_advisory_acquisition_fits_or_says_what_to_raise,
     errors::postgres_failure_leaves_the_transaction_usable,
     errors::other_server_errors_are_database_errors);
 exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
