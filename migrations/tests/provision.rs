@@ -994,6 +994,53 @@ async fn cli_reports_a_postgres_bucket_table_as_filled() {
     );
 }
 
+/// `--concurrent-levels 1` fills one level after the other (each progress
+/// line names the level of its last chunk, in order); 0 is refused with the
+/// reason, nothing created.
+#[tokio::test]
+async fn cli_fills_one_level_at_a_time_when_told() {
+    let table = "hl_prov_cli_one_level";
+    let db = setup(&MYSQL, table).await;
+    let args = [
+        "--table",
+        table,
+        "--bucket-space",
+        "1000",
+        "--chunk-rows",
+        "100",
+    ];
+    let (ok, out, err) = cli_provision(
+        &url(&MYSQL),
+        &[&args[..], &["--concurrent-levels", "1"]].concat(),
+    );
+    assert!(ok, "{out}{err}");
+    let levels: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split("last chunk: ").nth(1))
+        .filter_map(|rest| rest.split(',').next())
+        .collect();
+    assert!(levels.len() >= 3, "{err}");
+    let order = ["user", "account", "resource"];
+    let rank = |level: &str| order.iter().position(|o| level == *o);
+    assert!(levels.iter().all(|l| rank(l).is_some()), "{err}");
+    assert!(
+        levels.windows(2).all(|w| rank(w[0]) <= rank(w[1])),
+        "levels out of order: {err}"
+    );
+    assert_full(&db, table, 1000).await;
+
+    drop_tables(&db, table).await;
+    let (ok, out, err) = cli_provision(
+        &url(&MYSQL),
+        &[&args[..], &["--concurrent-levels", "0"]].concat(),
+    );
+    assert!(!ok, "{out}{err}");
+    assert!(
+        err.contains("concurrent_levels must be at least 1"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn cli_reports_sqlite_as_needing_no_rows() {
     let (ok, out, err) = cli_provision("sqlite::memory:", &["--table", "hl_prov_cli_sqlite"]);

@@ -43,6 +43,10 @@ enum Command {
         /// 1000000 on MariaDB with its sequence engine, 50000 elsewhere].
         #[arg(long)]
         chunk_rows: Option<u32>,
+        /// Levels filled at the same time, each on a connection of its own
+        /// (1: one after the other).
+        #[arg(long, default_value_t = hierlock_migration::DEFAULT_CONCURRENT_LEVELS)]
+        concurrent_levels: usize,
     },
     /// Check that the server is fit for locks (topology) and that the bucket
     /// table is complete and provisioned as configured. Exit code 1 if not.
@@ -166,7 +170,11 @@ impl Target {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match &cli.command {
-        Command::Provision { target, chunk_rows } => provision(target, *chunk_rows).await,
+        Command::Provision {
+            target,
+            chunk_rows,
+            concurrent_levels,
+        } => provision(target, *chunk_rows, *concurrent_levels).await,
         Command::Verify { target, json } => verify(target, *json).await,
         Command::Status { target, json } => status(target, *json).await,
         Command::Inspect {
@@ -240,12 +248,16 @@ fn report<T: serde::Serialize>(
     Ok(())
 }
 
-async fn provision(target: &Target, chunk_rows: Option<u32>) -> Result<(), String> {
+async fn provision(
+    target: &Target,
+    chunk_rows: Option<u32>,
+    concurrent_levels: usize,
+) -> Result<(), String> {
     let config = target.config()?;
     let db = target.connect().await?;
     let progress = Progress::new()?;
     let started = Instant::now();
-    let mut provision = Provision::new(config.clone());
+    let mut provision = Provision::new(config.clone()).concurrent_levels(concurrent_levels);
     if let Some(rows) = chunk_rows {
         provision = provision.chunk_rows(rows);
     }
@@ -331,25 +343,30 @@ impl Progress {
     fn update(&self, progress: &hierlock_migration::Progress) {
         let started = *self.started.get_or_init(Instant::now);
         let pace = pace(progress, started.elapsed());
+        // The levels fill side by side: name the one whose chunk just ended.
+        let last = if progress.rows_done == progress.resumed_from {
+            "starting".to_owned()
+        } else {
+            format!(
+                "last chunk: {}",
+                hierlock::schema::level_name(progress.level)
+            )
+        };
         match &self.bar {
             Some(bar) => {
                 bar.set_length(progress.rows_total);
                 bar.set_position(progress.rows_done);
-                bar.set_message(format!(
-                    "level {}, {pace}",
-                    hierlock::schema::level_name(progress.level)
-                ));
+                bar.set_message(format!("{last}, {pace}"));
             }
             None => {
                 let step = progress.rows_done * 20 / progress.rows_total.max(1);
                 if step != self.last_step.get() {
                     self.last_step.set(step);
                     eprintln!(
-                        "provisioning: {} of {} rows ({}%), level {}, {pace}",
+                        "provisioning: {} of {} rows ({}%), {last}, {pace}",
                         HumanCount(progress.rows_done),
                         HumanCount(progress.rows_total),
                         step * 5,
-                        hierlock::schema::level_name(progress.level)
                     );
                 }
             }
