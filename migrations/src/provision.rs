@@ -295,7 +295,7 @@ impl Provision {
             .buffer_unordered(self.concurrent_levels)
             .collect()
             .await;
-        outcomes.into_iter().collect::<Result<Vec<()>>>()?;
+        outcomes.into_iter().collect::<Result<()>>()?;
         let rows_done = rows_done.into_inner();
 
         execute(db, sql::mark_complete(dialect, table), || {

@@ -26,11 +26,13 @@
 //! gap to the floor comes from: the server's work for three row locks
 //! instead of one, or the client.
 
+use std::sync::Arc;
+
 use hierlock::{Dialect, Locker, Target};
 use hierlock_migration::Provision;
-use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait, Value};
+use sea_orm::{ConnectionTrait, TransactionTrait, Value};
 
-use super::uncontended::{at_1_and_16_clients, clients_throughput};
+use super::uncontended::{self, Variant, at_1_and_16_clients, clients_throughput};
 use super::{Bench, BoxError, ROWS_TABLE};
 
 /// How one measured transaction takes its lock before its `UPDATE`.
@@ -160,11 +162,19 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
         bench,
         shapes.iter().map(|s| s.name()),
         async |i, clients, txns| {
-            let (shape, sql) = (shapes[i], shapes[i].sql(bench.dialect, &table));
-            let (bench, locker) = (bench.clone(), locker.clone());
+            let shape = shapes[i];
+            // Shared by every transaction: one reference count each, no copies.
+            let shared = Arc::new((
+                bench.clone(),
+                locker.clone(),
+                shape.sql(bench.dialect, &table),
+            ));
             clients_throughput(clients, txns, move |row| {
-                let (bench, locker, sql) = (bench.clone(), locker.clone(), sql.clone());
-                async move { transaction(&bench, &locker, shape, sql.as_deref(), row).await }
+                let shared = Arc::clone(&shared);
+                async move {
+                    let (bench, locker, sql) = &*shared;
+                    transaction(bench, locker, shape, sql.as_deref(), row).await
+                }
             })
             .await
         },
@@ -172,7 +182,8 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
     .await
 }
 
-/// One transaction: lock `row` the shape's way, update it, commit.
+/// One transaction: lock `row` the shape's way, update it, commit. The
+/// floor and `acquire` are `uncontended`'s own transactions.
 async fn transaction(
     bench: &Bench,
     locker: &Locker,
@@ -180,39 +191,44 @@ async fn transaction(
     sql: Option<&str>,
     row: i64,
 ) -> Result<(), BoxError> {
-    let db: &DatabaseConnection = &bench.db;
-    let txn = db.begin().await?;
-    // Users of 100 rows, accounts of 10, as in `uncontended`.
-    let target = Target::resource(row / 100, row / 10, row).write();
-    match (shape, sql) {
+    let sql = match (shape, sql) {
         (Shape::Floor, _) => {
-            let sql = format!("SELECT balance FROM {ROWS_TABLE} WHERE id = ? FOR UPDATE");
-            txn.query_one_raw(bench.stmt(&sql, [Value::from(row)]))
-                .await?;
+            return uncontended::transaction(bench, locker, &bench.db, Variant::Floor, row).await;
         }
-        (Shape::Acquire, _) | (_, None) => {
-            locker.acquire(&txn, [target]).await?;
+        (Shape::Acquire, _) => {
+            return uncontended::transaction(bench, locker, &bench.db, Variant::Hierlock, row)
+                .await;
         }
-        (_, Some(sql)) => {
-            let plan = locker.plan([&target])?;
-            let mut keys: Vec<Value> = plan
-                .locks()
-                .iter()
-                .flat_map(|l| {
-                    [
-                        Value::from(i32::from(l.key.table_level())),
-                        Value::from(l.key.slot),
-                    ]
-                })
-                .collect();
-            if shape == Shape::OneRow {
-                keys.drain(..4);
-            }
-            let rows = txn.query_all_raw(bench.stmt(sql, keys)).await?;
-            if rows.len() != shape.rows() {
-                return Err(format!("{}: {} rows locked, not 3", shape.name(), rows.len()).into());
-            }
-        }
+        (_, Some(sql)) => sql,
+        (_, None) => unreachable!("only the floor and acquire build their own statement"),
+    };
+    let txn = bench.db.begin().await?;
+    // The keys `uncontended`'s Resource write locks: users of 100 rows,
+    // accounts of 10.
+    let target = Target::resource(row / 100, row / 10, row).write();
+    let plan = locker.plan([&target])?;
+    let mut keys: Vec<Value> = plan
+        .locks()
+        .iter()
+        .flat_map(|l| {
+            [
+                Value::from(i32::from(l.key.table_level())),
+                Value::from(l.key.slot),
+            ]
+        })
+        .collect();
+    if shape == Shape::OneRow {
+        keys.drain(..4);
+    }
+    let rows = txn.query_all_raw(bench.stmt(sql, keys)).await?;
+    if rows.len() != shape.rows() {
+        return Err(format!(
+            "{}: {} rows returned, not {}",
+            shape.name(),
+            rows.len(),
+            shape.rows()
+        )
+        .into());
     }
     let sql = format!("UPDATE {ROWS_TABLE} SET balance = balance + 1 WHERE id = ?");
     txn.execute_raw(bench.stmt(&sql, [Value::from(row)]))

@@ -5,6 +5,7 @@
 //! `BEGIN; acquire(Resource write); UPDATE; COMMIT`. Each client updates
 //! rows of its own, so nothing waits: this is the fixed cost of a lock.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use hierlock::{Locker, Target};
@@ -129,10 +130,14 @@ pub(super) async fn throughput(
     clients: i64,
     txns_per_client: i64,
 ) -> Result<f64, BoxError> {
-    let (bench, locker) = (bench.clone(), locker.clone());
+    // Shared by every transaction: one reference count each, no copies.
+    let shared = Arc::new((bench.clone(), locker.clone()));
     clients_throughput(clients, txns_per_client, move |row| {
-        let (bench, locker) = (bench.clone(), locker.clone());
-        async move { transaction(&bench, &locker, &bench.db, variant, row).await }
+        let shared = Arc::clone(&shared);
+        async move {
+            let (bench, locker) = &*shared;
+            transaction(bench, locker, &bench.db, variant, row).await
+        }
     })
     .await
 }
