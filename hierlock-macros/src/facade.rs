@@ -207,6 +207,16 @@ fn protect_impl(
         let text = quote::quote_spanned!(f.span()=> #krate::__private::id_text(value));
         quote!(#krate::__private::active_value(&model.#f).map(|value| #text))
     });
+    // `IdParse` for a type with `FromLockId`, through autoref `NoIdParse`
+    // (`Unsupported`: the write reads its row first) for any other.
+    let id_values = fields.iter().enumerate().map(|(depth, f)| {
+        quote! {
+            #depth => (&#krate::__private::IdType::of(
+                |model: &<Self as #sea_orm::EntityTrait>::Model| &model.#f,
+            ))
+                .id_value(text),
+        }
+    });
     let (versioning, versioned) = version_impl(krate, version);
     quote! {
         impl #krate::Protect for Entity {
@@ -223,6 +233,14 @@ fn protect_impl(
                 model: &<Self as #sea_orm::EntityTrait>::ActiveModel,
             ) -> ::std::vec::Vec<::core::option::Option<::std::string::String>> {
                 ::std::vec![#(#active_ids),*]
+            }
+
+            fn id_value(depth: usize, text: &str) -> #krate::IdValue {
+                use #krate::__private::{IdParse as _, NoIdParse as _};
+                match depth {
+                    #(#id_values)*
+                    _ => #krate::IdValue::Unsupported,
+                }
             }
 
             #versioning

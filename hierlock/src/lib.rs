@@ -60,7 +60,7 @@ with_a_backend! {
     pub use backend::dialect::Dialect;
     pub use error::{Error, ErrorKind, Result, TxnState};
     pub use runtime::handle::LockHandle;
-    pub use model::id::LockId;
+    pub use model::id::{FromLockId, LockId};
     pub use model::key::{DEFAULT_ADVISORY_NAMESPACE, KeyScheme, SEED_BUCKET_SPACE, advisory_key};
     pub use model::level::Level;
     pub use model::plan::{
@@ -76,7 +76,7 @@ with_a_backend! {
     pub use hierlock_macros::{hierlocked, protected};
     pub use proof::{HasLocker, Locked};
     pub use guarantee::protect::{
-        INITIAL_VERSION, Protect, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert,
+        INITIAL_VERSION, IdValue, Protect, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert,
         ProtectedInsertMany, ProtectedUpdate, ProtectedUpdateMany, ProtectedUpsert, VersionNumber,
         Versioned, WriteFuture, WriteProof,
     };

@@ -13,7 +13,8 @@ use crate::guarantee::proof::{AccessMarker, LevelMarker, Locked, Prior};
 use crate::model::target::{Access, Request, Target};
 
 pub use crate::guarantee::protect::{
-    NoVersionRange, VersionRange, VersionType, active_value, id_text, version_number,
+    IdParse, IdType, NoIdParse, NoVersionRange, VersionRange, VersionType, active_value, id_text,
+    version_number,
 };
 pub use sea_orm;
 

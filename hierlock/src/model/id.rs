@@ -74,6 +74,53 @@ impl<T: LockId + ?Sized> LockId for &mut T {
     }
 }
 
+/// An ID type whose value can be rebuilt from its [`LockId`] text: what
+/// lets a protected write put its coverage check into its own statement
+/// (`.. WHERE user_id = ? AND account_id = ?`, with the values of the nodes
+/// the proof locks, typed as the table's columns) instead of reading the
+/// row first.
+///
+/// Implemented for `String`, the integers and (feature `uuid`) `uuid::Uuid`.
+/// A protected entity whose ID fields are of another type still works: its
+/// writes read the row before writing it, one statement more. Implement it
+/// for your own ID newtypes to save that statement.
+pub trait FromLockId: LockId + Sized {
+    /// The ID whose [`LockId::lock_id`] is exactly `text`, or `None` if
+    /// there is none (`"042"` or `"x"` for an integer): no row of this type
+    /// can belong to a node named so.
+    fn from_lock_id(text: &str) -> Option<Self>;
+}
+
+impl FromLockId for String {
+    fn from_lock_id(text: &str) -> Option<Self> {
+        Some(text.to_owned())
+    }
+}
+
+macro_rules! via_parse {
+    ($($t:ty),*) => {$(
+        impl FromLockId for $t {
+            fn from_lock_id(text: &str) -> Option<Self> {
+                // Only the canonical text: `"+7"` and `"07"` hash as other
+                // nodes than `7`.
+                let id: $t = text.parse().ok()?;
+                (id.lock_id() == text).then_some(id)
+            }
+        }
+    )*};
+}
+via_parse!(
+    i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize
+);
+
+#[cfg(feature = "uuid")]
+impl FromLockId for uuid::Uuid {
+    fn from_lock_id(text: &str) -> Option<Self> {
+        let id = uuid::Uuid::try_parse(text).ok()?;
+        (id.lock_id() == text).then_some(id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +144,28 @@ mod tests {
             crate::Target::resource(id, "a", "r").to_string(),
             crate::Target::resource("67e55044-10b1-426f-9247-bb680e5fe0c8", "a", "r").to_string()
         );
+    }
+
+    #[test]
+    fn ids_are_rebuilt_only_from_their_canonical_text() {
+        assert_eq!(i64::from_lock_id("42"), Some(42));
+        assert_eq!(i64::from_lock_id("-7"), Some(-7));
+        for text in ["042", "+42", " 42", "x", ""] {
+            assert_eq!(i64::from_lock_id(text), None, "{text:?}");
+        }
+        assert_eq!(u8::from_lock_id("256"), None);
+        assert_eq!(String::from_lock_id("U1").as_deref(), Some("U1"));
+    }
+
+    #[cfg(feature = "uuid")]
+    #[test]
+    fn uuids_are_rebuilt_only_from_hyphenated_lowercase() {
+        let text = "67e55044-10b1-426f-9247-bb680e5fe0c8";
+        assert_eq!(
+            uuid::Uuid::from_lock_id(text).map(|id| id.to_string()),
+            Some(text.to_owned())
+        );
+        assert_eq!(uuid::Uuid::from_lock_id(&text.to_uppercase()), None);
+        assert_eq!(uuid::Uuid::from_lock_id(&text.replace('-', "")), None);
     }
 }

@@ -4,14 +4,14 @@ use std::marker::PhantomData;
 
 use sea_orm::sea_query::IntoValueTuple;
 use sea_orm::{
-    ColumnTrait, Condition, DatabaseTransaction, EntityTrait, Iterable, PrimaryKeyToColumn,
-    PrimaryKeyTrait, QueryFilter,
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, EntityTrait,
+    Iterable, PrimaryKeyToColumn, PrimaryKeyTrait, QueryFilter, QueryTrait,
 };
 
 use super::version::{Versioned, check_version, version_column, why_unwritten};
 use super::{
-    Proof, Protect, WriteFuture, WriteProof, check_stored, load_for_write, primary_key_condition,
-    table,
+    Proof, Protect, WriteFuture, WriteProof, check_stored, coverage, failed, load_for_write,
+    primary_key_condition, returned_rows, returning, table,
 };
 use crate::error::{Error, Result};
 
@@ -25,12 +25,16 @@ pub struct ProtectedDelete<E: EntityTrait> {
     /// The version the delete is based on (from `delete(model)` of a
     /// versioned entity).
     expected: Option<i64>,
+    /// The model given to `delete(model)`, whose unchanged ID fields the
+    /// statement pins; nothing set for `delete_by_id`.
+    model: E::ActiveModel,
     entity: PhantomData<E>,
 }
 
 impl<E: Protect> ProtectedDelete<E>
 where
     E::Model: Send,
+    E::ActiveModel: Send,
 {
     /// Delete the row with the primary key of `model` once a proof is given;
     /// on a versioned entity, only if it is at the version of `model`.
@@ -38,6 +42,7 @@ where
         ProtectedDelete {
             key: primary_key_condition::<E>(&model, "delete"),
             expected: E::active_version(&model),
+            model,
             entity: PhantomData,
         }
     }
@@ -55,6 +60,7 @@ where
         ProtectedDelete {
             key: Ok(key),
             expected: None,
+            model: <E::ActiveModel as ActiveModelTrait>::default(),
             entity: PhantomData,
         }
     }
@@ -63,10 +69,12 @@ where
     /// deleted: 1, or 0 when no row has this primary key (the same as
     /// [`ProtectedDelete::exec_without_returning`]).
     ///
-    /// The stored row is read first (`FOR UPDATE`): the proof must cover it.
-    /// On a versioned entity deleted with `delete(model)`, the statement
-    /// runs only on the row at the version of `model`
-    /// (`DELETE .. WHERE <pk> AND version = ?`).
+    /// The proof must cover the stored row. The check is part of the
+    /// `DELETE` itself (`.. WHERE <pk> AND <the row's IDs are the proof's>`),
+    /// so the delete is one statement, as SeaORM's; one that deletes nothing
+    /// reads the row to say why. On a versioned entity deleted with
+    /// `delete(model)`, the statement runs only on the row at the version of
+    /// `model` (`DELETE .. WHERE <pk> AND version = ?`).
     ///
     /// # Errors
     /// - [`Error::NotCovered`]: the proof does not cover the stored row;
@@ -74,6 +82,9 @@ where
     /// - [`Error::Conflict`]: the stored row is at another version than the
     ///   model's; nothing was deleted.
     /// - [`Error::Misuse`]: the primary key is not set.
+    /// - [`Error::LockTimeout`], [`Error::WouldBlock`], [`Error::Deadlock`],
+    ///   [`Error::ConnectionLost`]: the statement waited for the row too
+    ///   long, or failed as a lock statement would; retryable.
     /// - [`Error::Database`]: the delete failed.
     pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
     where
@@ -93,17 +104,21 @@ where
     {
         let lock = Proof::of(lock);
         Box::pin(async move {
-            Ok(match self.run(lock).await? {
-                Some(_) => 1,
-                None => 0,
-            })
+            if let Some(condition) = self.checked_in_statement(lock)? {
+                let deleted = execute::<E>(condition, lock.txn()).await?;
+                if deleted > 0 {
+                    return Ok(deleted);
+                }
+            }
+            Ok(u64::from(self.read_first(lock).await?.is_some()))
         })
     }
 
-    /// Delete the row on the proof's transaction and return it as it was
-    /// (the row read `FOR UPDATE` before the delete, which no other
-    /// transaction could change in between), or `None` when no row has this
-    /// primary key.
+    /// Delete the row on the proof's transaction and return it as it was,
+    /// or `None` when no row has this primary key: one `DELETE .. RETURNING`
+    /// where the connection returns rows (PostgreSQL); elsewhere the row is
+    /// read `FOR UPDATE` first (no other transaction can change it in
+    /// between).
     ///
     /// # Errors
     /// As [`ProtectedDelete::exec`].
@@ -112,7 +127,20 @@ where
         P: WriteProof<E::Level> + ?Sized,
     {
         let lock = Proof::of(lock);
-        Box::pin(async move { self.run(lock).await })
+        Box::pin(async move {
+            let txn = lock.txn();
+            if txn.support_returning()
+                && let Some(condition) = self.checked_in_statement(lock)?
+            {
+                let mut statement = E::delete_many().filter(condition).into_query();
+                statement.returning(returning::<E>(txn.get_database_backend()));
+                let mut rows = returned_rows::<E>(&statement, txn, &doing::<E>()).await?;
+                if let Some(row) = rows.pop() {
+                    return Ok(Some(row));
+                }
+            }
+            self.read_first(lock).await
+        })
     }
 
     /// Delete the row **without a lock proof**, on `txn`, if it is still at
@@ -150,8 +178,20 @@ where
         })
     }
 
-    /// Check, then delete; the row deleted, if any.
-    async fn run(self, lock: Proof<'_>) -> Result<Option<E::Model>> {
+    /// The delete's condition with the proof's check in it (`<pk> AND <the
+    /// row's IDs are the proof's> [AND version = ?]`), or `None` where the
+    /// check does not fit in a statement (or there is no key, which
+    /// `read_first` reports): then the row is read first.
+    fn checked_in_statement(&self, lock: Proof<'_>) -> Result<Option<Condition>> {
+        let (Ok(key), Some(check)) = (&self.key, coverage::row::<E>(lock, &self.model)) else {
+            return Ok(None);
+        };
+        with_version::<E>(key.clone().add(check), self.expected).map(Some)
+    }
+
+    /// Read the row (`FOR UPDATE`), check it, then delete it; the row
+    /// deleted, if any.
+    async fn read_first(self, lock: Proof<'_>) -> Result<Option<E::Model>> {
         let key = self.key?;
         let select = E::find().filter(key.clone());
         let Some(old) = load_for_write(select, lock.txn(), "delete").await? else {
@@ -164,6 +204,28 @@ where
     }
 }
 
+fn doing<E: EntityTrait>() -> String {
+    format!("deleting from `{}`", table::<E>())
+}
+
+/// `condition AND version = expected` on a versioned entity.
+fn with_version<E: Protect>(condition: Condition, expected: Option<i64>) -> Result<Condition> {
+    Ok(match (version_column::<E>()?, expected) {
+        (Some(column), Some(expected)) => condition.add(column.eq(expected)),
+        _ => condition,
+    })
+}
+
+/// `DELETE .. WHERE condition`; how many rows it deleted.
+async fn execute<E: Protect>(condition: Condition, txn: &DatabaseTransaction) -> Result<u64> {
+    Ok(E::delete_many()
+        .filter(condition)
+        .exec(txn)
+        .await
+        .map_err(|e| failed(&doing::<E>(), e))?
+        .rows_affected)
+}
+
 /// `DELETE .. WHERE <pk>`, and `AND version = expected` on a versioned
 /// entity.
 async fn statement<E: Protect>(
@@ -171,14 +233,5 @@ async fn statement<E: Protect>(
     expected: Option<i64>,
     txn: &DatabaseTransaction,
 ) -> Result<u64> {
-    let condition = match (version_column::<E>()?, expected) {
-        (Some(column), Some(expected)) => key.add(column.eq(expected)),
-        _ => key,
-    };
-    Ok(E::delete_many()
-        .filter(condition)
-        .exec(txn)
-        .await
-        .map_err(|e| Error::database(format!("deleting from `{}`", table::<E>()), e))?
-        .rows_affected)
+    execute::<E>(with_version::<E>(key, expected)?, txn).await
 }

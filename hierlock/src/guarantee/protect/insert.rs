@@ -1,10 +1,13 @@
 //! Protected inserts: one row, several rows, and the way to an upsert.
 
-use sea_orm::{DbErr, EntityTrait, QueryTrait};
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait, QueryTrait};
 
 use super::upsert::{Conflict, ProtectedUpsert};
-use super::{Proof, Protect, WriteFuture, WriteProof, check_new, read_back, table};
-use crate::error::{Error, Result};
+use super::{
+    Proof, Protect, WriteFuture, WriteProof, check_new, failed, read_back, returned_rows,
+    returning, table,
+};
+use crate::error::Error;
 
 /// An insert of a protected entity, waiting for its proof:
 /// `account::Entity::insert(am).exec(&lock)`.
@@ -61,8 +64,10 @@ where
         self.exec_with_returning(lock)
     }
 
-    /// Insert the row on the proof's transaction and return it as stored
-    /// (read back by the key the insert reports).
+    /// Insert the row on the proof's transaction and return it as stored:
+    /// one `INSERT .. RETURNING` where the connection returns rows
+    /// (PostgreSQL), else the `INSERT` and a read by the key it reports
+    /// (MySQL, MariaDB), as SeaORM's own insert.
     ///
     /// # Errors
     /// As [`ProtectedInsert::exec`].
@@ -74,12 +79,22 @@ where
         Box::pin(async move {
             check_new::<E>(&self.model, lock, "insert")?;
             let doing = || format!("inserting into `{}`", table::<E>());
-            // `exec_with_returning` needs SeaORM's `Model: IntoActiveModel`,
-            // which a protected model does not have: read the row back.
+            let txn = lock.txn();
+            // SeaORM's `exec_with_returning` needs `Model: IntoActiveModel`,
+            // which a protected model does not have: the same statements,
+            // built here.
+            if txn.support_returning() {
+                let mut statement = E::insert(self.model).into_query();
+                statement.returning(returning::<E>(txn.get_database_backend()));
+                let mut rows = returned_rows::<E>(&statement, txn, &doing()).await?;
+                return rows
+                    .pop()
+                    .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted));
+            }
             let key = E::insert(self.model)
-                .exec(lock.txn())
+                .exec(txn)
                 .await
-                .map_err(|e| Error::database(doing(), e))?
+                .map_err(|e| failed(&doing(), e))?
                 .last_insert_id;
             read_back(
                 E::find_by_id(key),
@@ -106,7 +121,7 @@ where
             E::insert(self.model)
                 .exec_without_returning(lock.txn())
                 .await
-                .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
+                .map_err(|e| failed(&format!("inserting into `{}`", table::<E>()), e))
         })
     }
 }
@@ -170,7 +185,7 @@ where
             E::insert_many(self.models)
                 .exec_without_returning(lock.txn())
                 .await
-                .map_err(|e| Error::database(format!("inserting into `{}`", table::<E>()), e))
+                .map_err(|e| failed(&format!("inserting into `{}`", table::<E>()), e))
         })
     }
 
@@ -197,28 +212,11 @@ where
             if self.models.is_empty() {
                 return Ok(Vec::new());
             }
+            let txn = lock.txn();
             let mut statement = E::insert_many(self.models).into_query();
-            statement.returning_all();
-            returning_rows::<E, _>(&statement, lock.txn(), "inserting into").await
+            statement.returning(returning::<E>(txn.get_database_backend()));
+            let doing = format!("inserting into `{}`", table::<E>());
+            returned_rows::<E>(&statement, txn, &doing).await
         })
     }
-}
-
-/// Run `statement` (a write with `RETURNING *`) and read the rows it returns.
-pub(super) async fn returning_rows<E, S>(
-    statement: &S,
-    txn: &sea_orm::DatabaseTransaction,
-    doing: &str,
-) -> Result<Vec<E::Model>>
-where
-    E: EntityTrait,
-    S: sea_orm::StatementBuilder,
-{
-    use sea_orm::ConnectionTrait;
-    let statement = txn.get_database_backend().build(statement);
-    E::find()
-        .from_raw_sql(statement)
-        .all(txn)
-        .await
-        .map_err(|e| Error::database(format!("{doing} `{}`", table::<E>()), e))
 }

@@ -1,22 +1,31 @@
 //! Protected filtered writes: `update_many` and `delete_many`, scoped to
 //! the rows the proof covers.
 //!
-//! Both **refuse rather than silently narrow**: the rows the filter matches
-//! are read `FOR UPDATE`, and if any of them is not covered by the proof the
-//! write fails with [`Error::NotCovered`] naming that row, and nothing is
-//! written. Otherwise the write runs on exactly the rows checked: the
-//! user's filter *and* their primary keys, so a row inserted since the
-//! check (a phantom, on servers without gap locks) is left alone.
+//! Both **refuse rather than silently narrow**, in two statements whatever
+//! the number of rows: the first looks for one row the filter matches that
+//! the proof does not cover (`SELECT .. WHERE <filter> AND NOT <covered>
+//! LIMIT 1 FOR UPDATE`); if there is one, the write fails with
+//! [`Error::NotCovered`] naming it, and nothing is written. Otherwise the
+//! write runs on the user's filter *and* the proof's coverage, so a row
+//! that entered the filter since the check from a node the proof does not
+//! cover (a phantom, on servers without gap locks) is left alone.
+//!
+//! Where the coverage does not fit in a statement (an ID type without
+//! [`FromLockId`](crate::FromLockId), or a proof of more than 1,000 write
+//! locks), the rows are read first and checked one by one, and the write
+//! runs on their primary keys, 500 per statement.
 
-use sea_orm::sea_query::{IntoCondition, SimpleExpr};
+use sea_orm::sea_query::{Expr, IntoCondition, Order, SimpleExpr};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue, ColumnTrait, Condition, EntityTrait, IdenStatic, Iterable,
-    ModelTrait, PrimaryKeyToColumn, QueryFilter, QuerySelect, Value,
+    ActiveModelTrait, ActiveValue, ColumnTrait, Condition, ConnectionTrait, EntityTrait,
+    FromQueryResult, IdenStatic, Iterable, ModelTrait, PrimaryKeyToColumn, QueryFilter, QueryOrder,
+    QuerySelect, QueryTrait, UpdateMany, Value,
 };
 
+use super::coverage::{self, Coverage};
 use super::version::{increment, version_column, written_by_hierlock};
 use super::{
-    Proof, Protect, WriteFuture, WriteProof, check_moved, check_stored, id_columns, table,
+    Proof, Protect, WriteFuture, WriteProof, check_moved, check_stored, failed, id_columns, table,
 };
 use crate::error::{Error, Result};
 
@@ -144,37 +153,58 @@ where
             if self.exprs.is_empty() && !sets_any {
                 return Ok(0);
             }
+            let moves = self.model.as_ref();
+            let txn = lock.txn();
+            let coverage = coverage::rows::<E>(lock, moves);
+            match check_in_statement::<E>(&self.filter, lock, coverage, "update").await? {
+                Checked::Covered(None) => return Ok(0),
+                Checked::Covered(Some(covered)) => {
+                    return self
+                        .statement(covered, version)
+                        .exec(txn)
+                        .await
+                        .map(|done| done.rows_affected)
+                        .map_err(|e| failed(&doing_update::<E>(), e));
+                }
+                Checked::Outside(row) => refuse::<E>(&row, lock, moves, "update")?,
+                Checked::ReadFirst => {}
+            }
             let rows = matching::<E>(self.filter.clone(), lock, "update").await?;
             for row in &rows {
                 let old = check_stored::<E>(row, lock, "update")?;
-                if let Some(model) = &self.model {
+                if let Some(model) = moves {
                     check_moved::<E>(model, &old, lock, "update")?;
                 }
             }
             let mut updated = 0;
             for keys in rows.chunks(KEYS_PER_STATEMENT) {
-                let mut update = E::update_many()
-                    .filter(self.filter.clone())
-                    .filter(primary_keys_in::<E>(keys));
-                if let Some(model) = &self.model {
-                    update = update.set(model.clone());
-                }
-                for (column, expr) in &self.exprs {
-                    update = update.col_expr(*column, expr.clone());
-                }
-                if let Some(version) = version {
-                    update = update.col_expr(version, increment::<E>(version));
-                }
-                updated += update
-                    .exec(lock.txn())
+                updated += self
+                    .statement(primary_keys_in::<E>(keys), version)
+                    .exec(txn)
                     .await
-                    .map_err(|e| Error::database(format!("updating `{}`", table::<E>()), e))?
+                    .map_err(|e| failed(&doing_update::<E>(), e))?
                     .rows_affected;
             }
             Ok(updated)
         })
     }
+
+    /// The `UPDATE` of the rows the filter and `rows` match.
+    fn statement(&self, rows: Condition, version: Option<E::Column>) -> UpdateMany<E> {
+        let mut update = E::update_many().filter(self.filter.clone()).filter(rows);
+        if let Some(model) = &self.model {
+            update = update.set(model.clone());
+        }
+        for (column, expr) in &self.exprs {
+            update = update.col_expr(*column, expr.clone());
+        }
+        if let Some(version) = version {
+            update = update.col_expr(version, increment::<E>(version));
+        }
+        update
+    }
 }
+
 
 /// A filtered delete of a protected entity, waiting for its proof:
 /// `resource::Entity::delete_many().filter(..).exec(&lock)`.
@@ -231,23 +261,124 @@ where
     {
         let lock = Proof::of(lock);
         Box::pin(async move {
+            let txn = lock.txn();
+            let delete = |rows: Condition| E::delete_many().filter(self.filter.clone()).filter(rows);
+            let coverage = coverage::rows::<E>(lock, None);
+            match check_in_statement::<E>(&self.filter, lock, coverage, "delete").await? {
+                Checked::Covered(None) => return Ok(0),
+                Checked::Covered(Some(covered)) => {
+                    return delete(covered)
+                        .exec(txn)
+                        .await
+                        .map(|done| done.rows_affected)
+                        .map_err(|e| failed(&doing_delete::<E>(), e));
+                }
+                Checked::Outside(row) => refuse::<E>(&row, lock, None, "delete")?,
+                Checked::ReadFirst => {}
+            }
             let rows = matching::<E>(self.filter.clone(), lock, "delete").await?;
             for row in &rows {
                 check_stored::<E>(row, lock, "delete")?;
             }
             let mut deleted = 0;
             for keys in rows.chunks(KEYS_PER_STATEMENT) {
-                deleted += E::delete_many()
-                    .filter(self.filter.clone())
-                    .filter(primary_keys_in::<E>(keys))
-                    .exec(lock.txn())
+                deleted += delete(primary_keys_in::<E>(keys))
+                    .exec(txn)
                     .await
-                    .map_err(|e| Error::database(format!("deleting from `{}`", table::<E>()), e))?
+                    .map_err(|e| failed(&doing_delete::<E>(), e))?
                     .rows_affected;
             }
             Ok(deleted)
         })
     }
+}
+
+fn doing_update<E: EntityTrait>() -> String {
+    format!("updating `{}`", table::<E>())
+}
+
+fn doing_delete<E: EntityTrait>() -> String {
+    format!("deleting from `{}`", table::<E>())
+}
+
+/// The outcome of the coverage check done in a statement.
+enum Checked<M> {
+    /// Every row the filter matches is covered: write where the condition
+    /// holds (`None`: no row matches, write nothing).
+    Covered(Option<Condition>),
+    /// A row the filter matches, outside the proof as the statement saw it.
+    Outside(M),
+    /// The check does not fit in a statement: read the rows first.
+    ReadFirst,
+}
+
+/// The column of the probe that says whether its row is covered.
+const COVERED: &str = "hierlock_covered";
+
+/// Read one row `filter` matches, one outside `coverage` if there is any
+/// (`FOR UPDATE`, so among the current rows, not a snapshot's): its
+/// `CASE WHEN <covered> THEN 1 ELSE 0 END` sorts it first. No row: nothing
+/// to write, and no write is sent.
+async fn check_in_statement<E: Protect>(
+    filter: &Condition,
+    lock: Proof<'_>,
+    coverage: Coverage,
+    action: &'static str,
+) -> Result<Checked<E::Model>> {
+    let covered = match coverage {
+        Coverage::Unsayable => return Ok(Checked::ReadFirst),
+        Coverage::Always => Some(Condition::all()),
+        Coverage::Never => None,
+        Coverage::Where(covered) => Some(covered),
+    };
+    let mut probe = E::find().filter(filter.clone()).limit(1).lock_exclusive();
+    if let Some(covered) = &covered {
+        let inside: Expr = Expr::case(covered.clone(), Expr::cust("1"))
+            .finally(Expr::cust("0"))
+            .into();
+        probe = probe
+            .expr_as(inside.clone(), COVERED)
+            .order_by(inside, Order::Asc);
+    }
+    let txn = lock.txn();
+    let doing = || format!("reading the rows to {action} in `{}`", table::<E>());
+    let Some(first) = txn
+        .query_one(&probe.into_query())
+        .await
+        .map_err(|e| failed(&doing(), e))?
+    else {
+        return Ok(Checked::Covered(None));
+    };
+    let row = E::Model::from_query_result(&first, "").map_err(|e| failed(&doing(), e))?;
+    let inside = covered.is_some()
+        && first
+            .try_get::<i64>("", COVERED)
+            .or_else(|_| first.try_get::<i32>("", COVERED).map(i64::from))
+            .map_err(|e| failed(&doing(), e))?
+            == 1;
+    Ok(if inside {
+        // The row least covered is covered: they all are.
+        Checked::Covered(covered)
+    } else {
+        Checked::Outside(row)
+    })
+}
+
+/// [`Error::NotCovered`] naming `row`, found outside the proof. If the check
+/// in memory finds it covered after all (the statement's byte-wise
+/// comparison and the column disagree, as for a column in another character
+/// set), `Ok`: the caller checks row by row instead.
+fn refuse<E: Protect>(
+    row: &E::Model,
+    lock: Proof<'_>,
+    moves_to: Option<&E::ActiveModel>,
+    action: &'static str,
+) -> Result<()> {
+    let old = check_stored::<E>(row, lock, action)?;
+    if let Some(model) = moves_to {
+        check_moved::<E>(model, &old, lock, action)?;
+    }
+    Ok(())
 }
 
 /// The rows `filter` matches, read `FOR UPDATE` on the proof's transaction.
@@ -262,8 +393,8 @@ async fn matching<E: EntityTrait>(
         .all(lock.txn())
         .await
         .map_err(|e| {
-            Error::database(
-                format!("reading the rows to {action} in `{}`", table::<E>()),
+            failed(
+                &format!("reading the rows to {action} in `{}`", table::<E>()),
                 e,
             )
         })

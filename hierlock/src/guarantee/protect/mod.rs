@@ -17,6 +17,7 @@
 //!
 //! [`Locked`]: crate::Locked
 
+mod coverage;
 mod delete;
 mod insert;
 mod many;
@@ -45,6 +46,9 @@ pub use insert::{ProtectedInsert, ProtectedInsertMany};
 pub use many::{ProtectedDeleteMany, ProtectedUpdateMany};
 pub use update::ProtectedUpdate;
 pub use upsert::ProtectedUpsert;
+pub use coverage::IdValue;
+#[doc(hidden)]
+pub use coverage::{IdParse, IdType, NoIdParse};
 #[doc(hidden)]
 pub use version::{NoVersionRange, VersionRange, VersionType, version_number};
 pub use version::{INITIAL_VERSION, VersionNumber, Versioned};
@@ -69,6 +73,15 @@ pub trait Protect: EntityTrait {
     /// The IDs a row being written will have: `Some` for fields that are set
     /// (or unchanged), `None` for fields that are not set.
     fn active_ids(model: &Self::ActiveModel) -> Vec<Option<String>>;
+
+    /// The ID field at `depth` (0: the user's) of rows in a node whose ID
+    /// at that depth is `text`, as the field's value: what lets a write
+    /// check its proof in its own statement. The default,
+    /// [`IdValue::Unsupported`], makes every write read its rows first.
+    fn id_value(depth: usize, text: &str) -> IdValue {
+        let _ = (depth, text);
+        IdValue::Unsupported
+    }
 
     /// The version field (`#[protected(.., version = <field>)]`), which
     /// every write checks and increments; `None` for an entity without one.
@@ -328,6 +341,14 @@ fn primary_key_condition<E: EntityTrait>(
         }))
 }
 
+/// A failed statement of a protected write, typed as in acquisition: a
+/// row-lock wait that ran out, a no-wait refusal, a deadlock or a busy
+/// SQLite are retryable conflicts, a lost connection is
+/// [`Error::ConnectionLost`].
+fn failed(doing: &str, source: sea_orm::DbErr) -> Error {
+    Error::from_statement(doing, source)
+}
+
 /// The row a write just wrote, read back on the proof's transaction (a
 /// protected model has no `IntoActiveModel` for SeaORM's returning
 /// execution): `missing` if it is not there.
@@ -340,8 +361,31 @@ async fn read_back<E: EntityTrait>(
     select
         .one(txn)
         .await
-        .map_err(|e| Error::database(doing, e))?
+        .map_err(|e| failed(doing, e))?
         .ok_or_else(|| Error::database(doing, missing))
+}
+
+/// Run `statement`, a write ending in `RETURNING` (see [`returning`]), on
+/// `txn`, and read the rows it returns.
+async fn returned_rows<E: EntityTrait>(
+    statement: &impl sea_orm::StatementBuilder,
+    txn: &sea_orm::DatabaseTransaction,
+    doing: &str,
+) -> Result<Vec<E::Model>> {
+    let statement = txn.get_database_backend().build(statement);
+    E::find()
+        .from_raw_sql(statement)
+        .all(txn)
+        .await
+        .map_err(|e| failed(doing, e))
+}
+
+/// `RETURNING` every column, named as SeaORM's own returning writes name
+/// them (enum columns as text).
+fn returning<E: EntityTrait>(backend: sea_orm::DbBackend) -> sea_orm::sea_query::ReturningClause {
+    sea_orm::sea_query::Query::returning().exprs(
+        E::Column::iter().map(|column| column.select_as(column.into_returning_expr(backend))),
+    )
 }
 
 /// The stored row, read with `FOR UPDATE` so that its IDs are the current
@@ -352,8 +396,8 @@ async fn load_for_write<E: EntityTrait>(
     action: &str,
 ) -> Result<Option<E::Model>> {
     select.lock_exclusive().one(txn).await.map_err(|e| {
-        Error::database(
-            format!("reading the row to {action} in `{}`", table::<E>()),
+        failed(
+            &format!("reading the row to {action} in `{}`", table::<E>()),
             e,
         )
     })

@@ -1,14 +1,18 @@
 //! Protected updates of one row, by primary key.
 
-use sea_orm::{ActiveModelTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter};
+use sea_orm::sea_query::UpdateStatement;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbErr,
+    EntityTrait, Iterable, PrimaryKeyToColumn, QueryFilter, QueryTrait,
+};
 
 use super::version::{
-    Versioned, check_version, increment, refuse_move, required_version, row_condition,
-    version_column, why_unwritten,
+    Versioned, check_version, increment, refuse_move, required_version, version_column,
+    why_unwritten,
 };
 use super::{
-    Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_moved, check_stored,
-    load_for_write, primary_key_condition, read_back, table,
+    Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_moved, check_stored, coverage,
+    failed, load_for_write, primary_key_condition, read_back, returned_rows, returning, table,
 };
 use crate::error::{Error, Result};
 
@@ -32,12 +36,16 @@ where
     /// Update the row on the proof's transaction and return it (the same as
     /// [`ProtectedUpdate::exec_with_returning`]).
     ///
-    /// The stored row is read first (`FOR UPDATE`, so its IDs are current):
-    /// the proof must cover both the node the row belongs to and the node it
-    /// will belong to. On an entity with a version field, the statement
-    /// also sets `version = version + 1` and, if the active model carries a
-    /// version (as a model read from the database does), runs only on the
-    /// row at that version.
+    /// The proof must cover both the node the row belongs to and, if the
+    /// update sets ID fields, the node it will belong to. The check is part
+    /// of the `UPDATE` itself (`.. WHERE <pk> AND <the row's IDs are the
+    /// proof's>`), so the write sends the statements SeaORM's own update
+    /// sends: `UPDATE .. RETURNING` where the connection returns rows
+    /// (PostgreSQL), else the `UPDATE` and a read by primary key (MySQL,
+    /// MariaDB). An update that touches no row reads it to say why. On an
+    /// entity with a version field, the statement also sets `version =
+    /// version + 1` and, if the active model carries a version (as a model
+    /// read from the database does), runs only on the row at that version.
     ///
     /// # Errors
     /// - [`Error::NotCovered`]: the proof does not cover the row, before or
@@ -45,6 +53,9 @@ where
     /// - [`Error::Conflict`]: the stored row is at another version than the
     ///   active model's; nothing was written.
     /// - [`Error::Misuse`]: the primary key is not set.
+    /// - [`Error::LockTimeout`], [`Error::WouldBlock`], [`Error::Deadlock`],
+    ///   [`Error::ConnectionLost`]: the statement waited for the row too
+    ///   long, or failed as a lock statement would; retryable.
     /// - [`Error::Database`]: no row has this primary key
     ///   ([`DbErr::RecordNotUpdated`]), or the update failed.
     pub fn exec<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
@@ -55,7 +66,7 @@ where
     }
 
     /// Update the row on the proof's transaction and return it as stored
-    /// afterwards (read back by its primary key).
+    /// afterwards.
     ///
     /// # Errors
     /// As [`ProtectedUpdate::exec`].
@@ -65,15 +76,20 @@ where
     {
         let lock = Proof::of(lock);
         Box::pin(async move {
-            let doing = || format!("updating `{}`", table::<E>());
             let reread = by_primary_key::<E>(&self.model, "update")?;
-            self.run(lock).await?;
-            read_back(reread, lock.txn(), &doing(), DbErr::RecordNotUpdated).await
+            let returning = lock.txn().support_returning();
+            match self.run(lock, returning).await? {
+                Written::Row(row) => Ok(row),
+                Written::Count(_) => {
+                    read_back(reread, lock.txn(), &doing::<E>(), DbErr::RecordNotUpdated).await
+                }
+            }
         })
     }
 
-    /// Update the row on the proof's transaction; returns the number of rows
-    /// updated, as the server reports it.
+    /// Update the row on the proof's transaction, in one statement when the
+    /// proof's check fits in it; returns the number of rows updated, as the
+    /// server reports it.
     ///
     /// # Errors
     /// As [`ProtectedUpdate::exec`].
@@ -82,7 +98,12 @@ where
         P: WriteProof<E::Level> + ?Sized,
     {
         let lock = Proof::of(lock);
-        Box::pin(async move { self.run(lock).await })
+        Box::pin(async move {
+            match self.run(lock, false).await? {
+                Written::Count(updated) => Ok(updated),
+                Written::Row(_) => Ok(1),
+            }
+        })
     }
 
     /// Update the row **without a lock proof**, on `txn`, if it is still at
@@ -111,18 +132,50 @@ where
             let expected = required_version::<E>(&self.model, "update")?;
             refuse_move::<E>(&self.model, "update")?;
             let reread = by_primary_key::<E>(&self.model, "update")?;
-            write::<E>(self.model, Some(expected), txn).await?;
-            read_back(reread, txn, &doing::<E>(), DbErr::RecordNotUpdated).await
+            let primary_key = primary_key_condition::<E>(&self.model, "update")?;
+            let statement = statement::<E>(self.model, Some(expected), Condition::all())?;
+            if txn.support_returning() {
+                if let Some(row) = returning_one::<E>(statement, txn).await? {
+                    return Ok(row);
+                }
+            } else if execute::<E>(&statement, txn).await? > 0 {
+                return read_back(reread, txn, &doing::<E>(), DbErr::RecordNotUpdated).await;
+            }
+            why_unwritten::<E>(primary_key, expected, txn, "update").await?;
+            Err(Error::database(doing::<E>(), DbErr::RecordNotUpdated))
         })
     }
 
-    /// Check, then run the statement.
-    async fn run(self, lock: Proof<'_>) -> Result<u64> {
+    /// Write with the proof's check in the statement where it fits (one
+    /// statement); else, or when that statement touched no row, read the
+    /// row first to check it and say why.
+    async fn run(self, lock: Proof<'_>, returning: bool) -> Result<Written<E::Model>> {
+        let expected = E::active_version(&self.model);
+        if writes_a_column::<E>(&self.model)?
+            && let Some(check) = coverage::row::<E>(lock, &self.model)
+        {
+            let statement = statement::<E>(self.model.clone(), expected, check)?;
+            if returning {
+                if let Some(row) = returning_one::<E>(statement, lock.txn()).await? {
+                    return Ok(Written::Row(row));
+                }
+            } else {
+                let updated = execute::<E>(&statement, lock.txn()).await?;
+                if updated > 0 {
+                    return Ok(Written::Count(updated));
+                }
+            }
+        }
+        self.read_first(lock, expected).await.map(Written::Count)
+    }
+
+    /// Read the row (`FOR UPDATE`, so its IDs are current), check it, then
+    /// update it.
+    async fn read_first(self, lock: Proof<'_>, expected: Option<i64>) -> Result<u64> {
         let select = by_primary_key::<E>(&self.model, "update")?;
         let Some(old) = load_for_write(select, lock.txn(), "update").await? else {
             return Err(Error::database(doing::<E>(), DbErr::RecordNotUpdated));
         };
-        let expected = E::active_version(&self.model);
         let target = check_stored::<E>(&old, lock, "update")?;
         check_moved::<E>(&self.model, &target, lock, "update")?;
         check_version::<E>(&old, expected, "update")?;
@@ -130,11 +183,78 @@ where
     }
 }
 
+/// What an update wrote: the row (from `RETURNING`), or how many rows.
+enum Written<M> {
+    Row(M),
+    Count(u64),
+}
+
 fn doing<E: EntityTrait>() -> String {
     format!("updating `{}`", table::<E>())
 }
 
-/// The `UPDATE` of one row; on a versioned entity
+/// Whether the update writes a column: a version, or a field set other
+/// than the primary key (SeaORM's update of nothing reads the row instead).
+fn writes_a_column<E: Protect>(model: &E::ActiveModel) -> Result<bool> {
+    if version_column::<E>()?.is_some() {
+        return Ok(true);
+    }
+    Ok(E::Column::iter()
+        .filter(|column| E::PrimaryKey::from_column(*column).is_none())
+        .any(|column| model.get(column).is_set()))
+}
+
+/// SeaORM's `UPDATE` of one row (its `SET` and `WHERE <pk>`), narrowed by
+/// `check`; on a versioned entity also `SET version = version + 1` and,
+/// when the write is based on a version, `AND version = expected`.
+fn statement<E: Protect>(
+    model: E::ActiveModel,
+    expected: Option<i64>,
+    check: Condition,
+) -> Result<UpdateStatement> {
+    let version = version_column::<E>()?;
+    let condition = match (version, expected) {
+        (Some(column), Some(expected)) => check.add(column.eq(expected)),
+        _ => check,
+    };
+    let mut changes = model;
+    if let Some(column) = version {
+        // The version in the model is the one the change is based on, not
+        // a value to write.
+        changes.not_set(column);
+    }
+    let mut statement = E::update(changes)
+        .validate()
+        .map_err(|e| Error::database(doing::<E>(), e))?
+        .filter(condition)
+        .into_query();
+    if let Some(column) = version {
+        statement.value(column, increment::<E>(column));
+    }
+    Ok(statement)
+}
+
+/// Run an `UPDATE`; the rows it matched (the MySQL family's driver asks for
+/// found rows, not changed ones).
+async fn execute<E: Protect>(statement: &UpdateStatement, txn: &DatabaseTransaction) -> Result<u64> {
+    txn.execute(statement)
+        .await
+        .map(|done| done.rows_affected())
+        .map_err(|e| failed(&doing::<E>(), e))
+}
+
+/// Run an `UPDATE` of one row with `RETURNING`: the row, or `None` if it
+/// touched none.
+async fn returning_one<E: Protect>(
+    mut statement: UpdateStatement,
+    txn: &DatabaseTransaction,
+) -> Result<Option<E::Model>> {
+    statement.returning(returning::<E>(txn.get_database_backend()));
+    let mut rows = returned_rows::<E>(&statement, txn, &doing::<E>()).await?;
+    Ok(rows.pop())
+}
+
+/// The `UPDATE` of one row after its check; on a versioned entity
 /// `SET .., version = version + 1 WHERE <pk> [AND version = expected]`, and
 /// a [`Conflict`](Error::Conflict) if the row is at another version.
 async fn write<E: Protect>(
@@ -142,27 +262,15 @@ async fn write<E: Protect>(
     expected: Option<i64>,
     txn: &DatabaseTransaction,
 ) -> Result<u64> {
-    let Some(column) = version_column::<E>()? else {
+    if version_column::<E>()?.is_none() {
         return E::update(model)
             .exec_without_returning(txn)
             .await
             .map(|done| done.rows_affected)
-            .map_err(|e| Error::database(doing::<E>(), e));
-    };
+            .map_err(|e| failed(&doing::<E>(), e));
+    }
     let primary_key = primary_key_condition::<E>(&model, "update")?;
-    let condition = row_condition::<E>(&model, expected, "update")?;
-    let mut changes = model;
-    // The version in the model is the one the change is based on, not a
-    // value to write.
-    changes.not_set(column);
-    let updated = E::update_many()
-        .set(changes)
-        .col_expr(column, increment::<E>(column))
-        .filter(condition)
-        .exec(txn)
-        .await
-        .map_err(|e| Error::database(doing::<E>(), e))?
-        .rows_affected;
+    let updated = execute::<E>(&statement::<E>(model, expected, Condition::all())?, txn).await?;
     if updated == 0 {
         if let Some(expected) = expected {
             why_unwritten::<E>(primary_key, expected, txn, "update").await?;

@@ -1,16 +1,17 @@
 //! Protected upserts: an insert that, on a row with the same primary key,
 //! updates it or leaves it.
 
-use sea_orm::sea_query::{Expr, OnConflict};
+use sea_orm::sea_query::{Expr, ExprTrait as _, InsertStatement, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait, IdenStatic,
-    Iterable, ModelTrait, PrimaryKeyToColumn,
+    ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
+    IdenStatic, Iterable, PrimaryKeyToColumn, QueryTrait,
 };
 
+use super::coverage::id_equals;
 use super::version::{increment, version_column, written_by_hierlock};
 use super::{
-    Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_new, check_stored, id_columns,
-    load_for_write, read_back, table,
+    Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_moved, check_new, check_stored,
+    failed, id_columns, load_for_write, read_back, returned_rows, returning, table,
 };
 use crate::error::{Error, Result};
 
@@ -26,23 +27,21 @@ pub(super) enum Conflict<C> {
 /// `resource::Entity::insert(am).on_conflict_update([resource::Column::Balance]).exec(&lock)`
 /// or `..insert(am).on_conflict_do_nothing().exec(&lock)`.
 ///
-/// The conflict target is the primary key, which must be set. Before
-/// anything is written, the proof must cover the new row (as for
-/// [`ProtectedInsert`](super::ProtectedInsert)) and, if a row with that
-/// primary key exists (read `FOR UPDATE`), that row too: an upsert onto
-/// another user's row is refused even when it would only be left as it is.
+/// The conflict target is the primary key, which must be set. The proof
+/// must cover the new row (as for
+/// [`ProtectedInsert`](super::ProtectedInsert)), checked before anything is
+/// sent, and any existing row with that primary key: an upsert onto another
+/// user's row is refused even when it would only be left as it is.
 ///
-/// **The race the check cannot see.** Where no row has the key when it is
-/// read, the read cannot lock the absent row. On InnoDB (MySQL, MariaDB) it
-/// takes a gap lock, and on SQLite the proof holds the database's write
-/// lock, so no other transaction can insert that key until this one ends.
-/// On PostgreSQL, which has no gap locks, a concurrent transaction may
-/// insert a row with the same primary key under *another* node between the
-/// check and the upsert. The statement itself guards against it: its
-/// `DO UPDATE` carries `WHERE` the ID columns of the node that was checked,
-/// and when the upsert writes nothing the row that stopped it is read and
-/// checked, so such a row is neither updated nor returned:
-/// [`Error::NotCovered`].
+/// The existing row is checked by the statement itself, so an upsert sends
+/// the statements SeaORM's own sends: its update arm writes only a row in
+/// the new row's node (`DO UPDATE .. WHERE <its ID columns>`; on the MySQL
+/// family, which has no `WHERE` there, each column keeps its value unless
+/// the row is in that node). When the upsert writes nothing, the row that
+/// stopped it is read (`FOR UPDATE`) and checked: a row of a node the proof
+/// does not cover, also one inserted by another transaction while the upsert
+/// ran, is neither written nor returned ([`Error::NotCovered`]); a covered
+/// row of another node is then updated by a second statement.
 ///
 /// On a versioned entity, the inserted row gets
 /// [`INITIAL_VERSION`](crate::INITIAL_VERSION) unless the active model sets
@@ -87,7 +86,8 @@ where
     }
 
     /// Insert or update the row on the proof's transaction and return it as
-    /// stored afterwards (read back by its primary key).
+    /// stored afterwards: from `RETURNING` where the connection returns rows
+    /// (PostgreSQL), else read back by its primary key.
     ///
     /// # Errors
     /// As [`ProtectedUpsert::exec`].
@@ -98,15 +98,18 @@ where
         let lock = Proof::of(lock);
         Box::pin(async move {
             let reread = by_primary_key::<E>(&self.model, "upsert")?;
-            self.run(lock).await?;
-            let doing = || format!("upserting into `{}`", table::<E>());
-            read_back(reread, lock.txn(), &doing(), DbErr::RecordNotInserted).await
+            let with_row = lock.txn().support_returning();
+            if let Upserted::Row(row) = self.run(lock, with_row).await? {
+                return Ok(row);
+            }
+            read_back(reread, lock.txn(), &doing::<E>(), DbErr::RecordNotInserted).await
         })
     }
 
     /// Insert or update the row on the proof's transaction; returns the
-    /// number of rows affected as the server reports it (MySQL and MariaDB
-    /// count an update as 2, and a row left as it was as 0).
+    /// number of rows affected: 1 for a row inserted, 0 for a row left as it
+    /// was, and for a row updated 1 (PostgreSQL, SQLite) or what the MySQL
+    /// family reports (2, or 1 if the update changed no value).
     ///
     /// # Errors
     /// As [`ProtectedUpsert::exec`].
@@ -115,75 +118,192 @@ where
         P: WriteProof<E::Level> + ?Sized,
     {
         let lock = Proof::of(lock);
-        Box::pin(async move { self.run(lock).await })
+        Box::pin(async move {
+            match self.run(lock, false).await? {
+                Upserted::Count(affected) => Ok(affected),
+                Upserted::Row(_) => Ok(1),
+            }
+        })
     }
 
-    /// Check, then run the statement, then check what stopped it if it
-    /// wrote nothing.
-    async fn run(self, lock: Proof<'_>) -> Result<u64> {
+    /// Check the new row, then upsert with the existing row's check in the
+    /// statement; if that wrote nothing, read and check the row that
+    /// stopped it (and update it if it is covered and should be).
+    async fn run(self, lock: Proof<'_>, with_row: bool) -> Result<Upserted<E::Model>> {
         let existing = by_primary_key::<E>(&self.model, "upsert")?;
-        let reread = existing.clone();
         check_new::<E>(&self.model, lock, "upsert")?;
-        let old = load_for_write(existing, lock.txn(), "upsert").await?;
-        if let Some(old) = &old {
-            // The row after the upsert has the IDs of the old row or, for
-            // the columns written over it, of the new row: both checked.
-            check_stored::<E>(old, lock, "upsert")?;
+        let txn = lock.txn();
+        let first = self.statement(txn, Arm::NewRowsNode)?;
+        if let Some(written) = execute::<E>(first, txn, with_row).await? {
+            return Ok(written);
         }
+        let Some(old) = load_for_write(existing, txn, "upsert").await? else {
+            return Ok(Upserted::Count(0));
+        };
+        let target = check_stored::<E>(&old, lock, "upsert")?;
+        let Conflict::Update(columns) = &self.conflict else {
+            return Ok(Upserted::Count(0));
+        };
+        // The row after the update: the stored row's IDs, and the new row's
+        // where the update writes them.
+        let mut written = <E::ActiveModel as ActiveModelTrait>::default();
+        for column in columns {
+            if let Some(value) = self.model.get(*column).into_value() {
+                written.set(*column, value);
+            }
+        }
+        check_moved::<E>(&written, &target, lock, "upsert")?;
+        // The row is checked and locked: the update needs no condition.
+        let second = self.statement(txn, Arm::Checked)?;
+        Ok(execute::<E>(second, txn, with_row)
+            .await?
+            .unwrap_or(Upserted::Count(0)))
+    }
+
+    /// `INSERT .. ON CONFLICT (<pk>) ..`, whose update arm writes the row
+    /// where `arm` says.
+    fn statement(&self, txn: &DatabaseTransaction, arm: Arm) -> Result<InsertStatement> {
+        let backend = txn.get_database_backend();
         let keys = || E::PrimaryKey::iter().map(PrimaryKeyToColumn::into_column);
         let mut on_conflict = OnConflict::columns(keys());
-        match self.conflict {
+        match &self.conflict {
             Conflict::Update(columns) if !columns.is_empty() => {
-                if let Some(version) = version_column::<E>()? {
-                    if columns.iter().any(|c| c.as_str() == version.as_str()) {
-                        return Err(written_by_hierlock::<E>(version, "upsert"));
-                    }
-                    // The update arm moves the stored row to its next
-                    // version, as any protected update does.
-                    on_conflict.value(version, increment::<E>(version));
+                let version = version_column::<E>()?;
+                if let Some(version) = version
+                    && columns.iter().any(|c| c.as_str() == version.as_str())
+                {
+                    return Err(written_by_hierlock::<E>(version, "upsert"));
                 }
-                on_conflict.update_columns(columns);
-                // PostgreSQL has no gap locks: a row inserted since the
-                // check under another node must not be updated. (InnoDB's
-                // gap lock and SQLite's database lock exclude it; MySQL has
-                // no `WHERE` here.)
-                if lock.txn().get_database_backend() != DbBackend::MySql {
-                    on_conflict.action_and_where(same_node::<E>(&self.model, old.as_ref()));
+                match (arm, backend) {
+                    (Arm::Checked, _) => {
+                        on_conflict.update_columns(columns.iter().copied());
+                        if let Some(version) = version {
+                            on_conflict.value(version, increment::<E>(version));
+                        }
+                    }
+                    // No `WHERE` on `ON DUPLICATE KEY UPDATE`: each column
+                    // keeps its value outside the node, and the first one
+                    // marks the refusal (see `REFUSED`). The condition stays
+                    // true once true, as the ID columns it reads are written
+                    // the values it compares them with.
+                    (Arm::NewRowsNode, DbBackend::MySql) => {
+                        let same = same_node::<E>(&self.model, backend);
+                        let mut values: Vec<(E::Column, Expr)> = Vec::new();
+                        for column in columns {
+                            let kept = Expr::col(*column);
+                            let written = Expr::cust_with_expr("VALUES(?)", kept.clone());
+                            let outside = if values.is_empty() {
+                                refused(kept)
+                            } else {
+                                kept
+                            };
+                            values.push((*column, if_else(same.clone(), written, outside)));
+                        }
+                        if let Some(version) = version {
+                            let kept = Expr::col(version);
+                            values.push((version, if_else(same, increment::<E>(version), kept)));
+                        }
+                        on_conflict.values(values);
+                    }
+                    (Arm::NewRowsNode, _) => {
+                        on_conflict.update_columns(columns.iter().copied());
+                        if let Some(version) = version {
+                            on_conflict.value(version, increment::<E>(version));
+                        }
+                        on_conflict.action_and_where(same_node::<E>(&self.model, backend));
+                    }
                 }
             }
-            // MySQL has no `DO NOTHING`: sea-query writes `pk = pk`.
+            // MySQL has no `DO NOTHING`: `pk = pk`, marking the conflict as
+            // a refusal, so that the row is read and checked.
+            Conflict::Update(_) | Conflict::DoNothing if backend == DbBackend::MySql => {
+                let key = keys().next().ok_or_else(|| {
+                    Error::Misuse(format!("`{}` has no primary key", table::<E>()))
+                })?;
+                on_conflict.values([(key, refused(Expr::col(key)))]);
+            }
             Conflict::Update(_) | Conflict::DoNothing => {
                 on_conflict.do_nothing_on(keys());
             }
         }
-        let affected = E::insert(self.model)
+        Ok(E::insert(self.model.clone())
             .on_conflict(on_conflict)
-            .exec_without_returning(lock.txn())
-            .await
-            .map_err(|e| Error::database(format!("upserting into `{}`", table::<E>()), e))?;
-        if affected == 0 {
-            // A row with the key stopped the upsert: it must be one the
-            // proof covers (it is, unless it was inserted since the check).
-            if let Some(row) = load_for_write(reread, lock.txn(), "upsert").await? {
-                check_stored::<E>(&row, lock, "upsert")?;
-            }
-        }
-        Ok(affected)
+            .into_query())
     }
 }
 
-/// `WHERE` of the upsert's update: the conflicting row is in the node that
-/// was checked (the stored row's, or the new row's if there was none).
-fn same_node<E: Protect>(new: &E::ActiveModel, old: Option<&E::Model>) -> Expr {
+/// Where an upsert's update arm may write the existing row.
+#[derive(Clone, Copy)]
+enum Arm {
+    /// Only in the new row's node, which the proof was checked to cover.
+    NewRowsNode,
+    /// Anywhere: the row was read, checked and locked.
+    Checked,
+}
+
+/// What an upsert wrote: the row (from `RETURNING`), or how many rows.
+enum Upserted<M> {
+    Row(M),
+    Count(u64),
+}
+
+fn doing<E: EntityTrait>() -> String {
+    format!("upserting into `{}`", table::<E>())
+}
+
+/// What the MySQL family's upsert sets `LAST_INSERT_ID` to when its update
+/// arm leaves a row outside the checked node (the OK packet then carries
+/// it): the driver asks for found rows, so the row count of a row left as
+/// it was (1) is that of a row inserted. No `AUTO_INCREMENT` counter
+/// reaches it.
+const REFUSED: u64 = u64::MAX;
+
+/// `column`, unchanged, after marking the upsert as refused (`REFUSED`).
+fn refused(column: Expr) -> Expr {
+    Expr::cust_with_exprs(
+        format!("IF(LAST_INSERT_ID({REFUSED}), ?, ?)"),
+        [column.clone(), column],
+    )
+}
+
+/// Run an upsert; `None` if it wrote nothing (a row with the key stopped
+/// it).
+async fn execute<E: Protect>(
+    mut statement: InsertStatement,
+    txn: &DatabaseTransaction,
+    with_row: bool,
+) -> Result<Option<Upserted<E::Model>>> {
+    if with_row {
+        statement.returning(returning::<E>(txn.get_database_backend()));
+        let mut rows = returned_rows::<E>(&statement, txn, &doing::<E>()).await?;
+        return Ok(rows.pop().map(Upserted::Row));
+    }
+    let done = txn
+        .execute(&statement)
+        .await
+        .map_err(|e| failed(&doing::<E>(), e))?;
+    let refused = match txn.get_database_backend() {
+        DbBackend::MySql => done.last_insert_id() == REFUSED,
+        _ => done.rows_affected() == 0,
+    };
+    Ok((!refused).then_some(Upserted::Count(done.rows_affected())))
+}
+
+/// `IF(condition, then, otherwise)`, the MySQL family's (whose
+/// placeholders sea-query writes `?`).
+fn if_else(condition: Expr, then: Expr, otherwise: Expr) -> Expr {
+    Expr::cust_with_exprs("IF(?, ?, ?)", [condition, then, otherwise])
+}
+
+/// The existing row is in the new row's node: its ID columns that the new
+/// row sets hold the same IDs (compared byte for byte).
+fn same_node<E: Protect>(new: &E::ActiveModel, backend: DbBackend) -> Expr {
     id_columns::<E>()
         .into_iter()
         .filter_map(|column| {
-            let value = match old {
-                Some(old) => old.get(column),
-                None => new.get(column).into_value()?,
-            };
-            Some(Expr::col((E::default(), column)).eq(value))
+            let value = new.get(column).into_value()?;
+            Some(id_equals::<E>(backend, column, value))
         })
-        .reduce(ExprTrait::and)
+        .reduce(|all, next| all.and(next))
         .unwrap_or_else(|| Expr::value(true))
 }

@@ -13,10 +13,10 @@
 use std::str::FromStr;
 
 use sea_orm::sea_query::{Expr, ExprTrait as _, SimpleExpr};
-use sea_orm::{ActiveModelTrait, ColumnTrait, Condition, IdenStatic, QueryFilter};
+use sea_orm::{ActiveModelTrait, Condition, IdenStatic, QueryFilter};
 
 use super::{
-    Protect, describe_row, id_columns, load_for_write, primary_key_condition, row_target, table,
+    Protect, describe_row, id_columns, load_for_write, row_target, table,
 };
 use crate::error::{Error, Result};
 
@@ -177,20 +177,6 @@ pub(super) fn increment<E: Protect>(column: E::Column) -> SimpleExpr {
     Expr::case(current.clone().eq(max), min)
         .finally(current.add(1))
         .into()
-}
-
-/// The statement's condition for one row: its primary key and, when the
-/// write is based on a version, that version.
-pub(super) fn row_condition<E: Protect>(
-    model: &E::ActiveModel,
-    expected: Option<i64>,
-    action: &str,
-) -> Result<Condition> {
-    let mut condition = primary_key_condition::<E>(model, action)?;
-    if let (Some(column), Some(expected)) = (version_column::<E>()?, expected) {
-        condition = condition.add(column.eq(expected));
-    }
-    Ok(condition)
 }
 
 /// `Conflict` if the stored row is at another version than `expected`.
