@@ -19,6 +19,7 @@ mod sql;
 mod subtree;
 mod support;
 mod versions;
+mod write_statements;
 
 /// One `#[tokio::test]` per (backend, test function).
 macro_rules! per_backend {
@@ -62,6 +63,8 @@ macro_rules! common_tests {
             protected::protected_update_many_and_delete_many_within_the_proof,
             protected::protected_update_many_and_delete_many_beyond_the_proof_are_refused,
             protected::protected_update_many_and_delete_many_past_one_statement,
+            write_statements::protected_writes_send_the_statements_seaorms_own_writes_send,
+            write_statements::protected_bulk_writes_take_two_statements_whatever_the_rows,
             versions::versioned_updates_increment_and_stale_ones_conflict,
             versions::two_edits_from_one_version_have_one_winner,
             versions::a_stale_delete_conflicts_and_keeps_the_row,
