@@ -18,6 +18,7 @@ mod scenarios;
 mod sql;
 mod subtree;
 mod support;
+mod typed_coverage;
 mod versions;
 mod write_statements;
 
@@ -65,6 +66,10 @@ macro_rules! common_tests {
             protected::protected_update_many_and_delete_many_past_one_statement,
             write_statements::protected_writes_send_the_statements_seaorms_own_writes_send,
             write_statements::protected_bulk_writes_take_two_statements_whatever_the_rows,
+            typed_coverage::integer_ids_are_covered_by_the_nodes_their_text_names,
+            typed_coverage::uuid_ids_are_covered_by_their_hyphenated_text,
+            typed_coverage::text_ids_are_compared_byte_for_byte,
+            typed_coverage::a_stale_model_and_a_proof_of_many_nodes_are_checked,
             versions::versioned_updates_increment_and_stale_ones_conflict,
             versions::two_edits_from_one_version_have_one_winner,
             versions::a_stale_delete_conflicts_and_keeps_the_row,

@@ -350,7 +350,10 @@ async fn single_row_writes(
 
     let seaorm = counted(txn, counter, async |i| {
         let row = read(110 + i).await.into_active_model();
-        plain::Entity::delete(row).exec(txn).await.expect("SeaORM delete")
+        plain::Entity::delete(row)
+            .exec(txn)
+            .await
+            .expect("SeaORM delete")
     })
     .await;
     let protected = counted(txn, counter, async |i| {
@@ -407,7 +410,13 @@ async fn update_cost(txn: &DatabaseTransaction, counter: &Counter, update: Updat
             .await
             .expect("read")
             .unwrap_or_else(|| new_row(1));
-        if round == 0 && plain::Entity::find_by_id(1).one(txn).await.expect("read").is_none() {
+        if round == 0
+            && plain::Entity::find_by_id(1)
+                .one(txn)
+                .await
+                .expect("read")
+                .is_none()
+        {
             plain::Entity::insert(row.clone().into_active_model())
                 .exec_without_returning(txn)
                 .await
@@ -432,7 +441,11 @@ async fn update_cost(txn: &DatabaseTransaction, counter: &Counter, update: Updat
             Update::Protected(lock) => {
                 let mut row = counted::ActiveModel::from(to_counted(row));
                 row.balance = Set(balance);
-                counted::Entity::update(row).exec(lock).await.map(drop).map_err(db_err)
+                counted::Entity::update(row)
+                    .exec(lock)
+                    .await
+                    .map(drop)
+                    .map_err(db_err)
             }
             Update::ProtectedWithoutReturning(lock) => {
                 let mut row = counted::ActiveModel::from(to_counted(row));
@@ -488,7 +501,8 @@ pub async fn protected_bulk_writes_take_two_statements_whatever_the_rows(backend
         let counts = as_u1_a1(&fx.locker, &txn, async |lock| {
             let mut counts = Vec::new();
             let inserted = counted(&txn, &counter, async |i| {
-                let models = (0..rows).map(|r| counted::ActiveModel::from(to_counted(new_row(i * 10_000 + r))));
+                let models = (0..rows)
+                    .map(|r| counted::ActiveModel::from(to_counted(new_row(i * 10_000 + r))));
                 counted::Entity::insert_many(models)
                     .exec(lock)
                     .await
