@@ -20,6 +20,7 @@ mod subtree;
 mod support;
 mod typed_coverage;
 mod versions;
+mod write_failures;
 mod write_statements;
 
 /// One `#[tokio::test]` per (backend, test function).
@@ -70,6 +71,7 @@ macro_rules! common_tests {
             typed_coverage::uuid_ids_are_covered_by_their_hyphenated_text,
             typed_coverage::text_ids_are_compared_byte_for_byte,
             typed_coverage::a_stale_model_and_a_proof_of_many_nodes_are_checked,
+            write_failures::versioned_increments_through_retry_all_land,
             versions::versioned_updates_increment_and_stale_ones_conflict,
             versions::two_edits_from_one_version_have_one_winner,
             versions::a_stale_delete_conflicts_and_keeps_the_row,
@@ -102,6 +104,7 @@ macro_rules! exact_tests {
             errors::transaction_of_another_database_is_misuse,
             errors::server_lock_wait_timeout_while_blocking_is_lock_timeout,
             protected::protected_upsert_never_writes_a_row_inserted_since_the_check,
+            write_failures::a_row_lock_wait_in_a_protected_write_is_a_lock_timeout,
             subtree::subtree_plans_lock_exactly_their_planned_rows
             $($(, $extra::$test)*)?
         );
