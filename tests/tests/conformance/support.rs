@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use hierlock::{Error, ErrorKind, LockSet, Request, Target, Wait};
+use hierlock::proof::AccountLevel;
+use hierlock::{Error, ErrorKind, LockSet, Locked, Locker, Request, Target, Wait, hierlocked};
 use hierlock_tests::{Fixture, bounded};
 use sea_orm::DatabaseTransaction;
 
@@ -116,4 +117,25 @@ pub async fn assert_free(fx: &Fixture, what: &str, request: &hierlock::Request) 
         }
     })
     .await;
+}
+
+/// Run `body` with a write-lock proof on account `u/a`, on `txn`.
+#[hierlocked(user = u, account = a, locker = locker)]
+pub async fn as_account<T>(
+    locker: &Locker,
+    txn: &DatabaseTransaction,
+    u: &str,
+    a: &str,
+    body: impl AsyncFnOnce(&Locked<'_, AccountLevel>) -> T,
+) -> hierlock::Result<T> {
+    Ok(body(&lock).await)
+}
+
+/// `outcome` is an error of `kind`.
+#[track_caller]
+pub fn assert_kind<T: std::fmt::Debug>(outcome: Result<T, Error>, kind: ErrorKind, what: &str) {
+    match outcome {
+        Err(e) => assert_eq!(e.kind(), kind, "{what}: {e}"),
+        Ok(v) => panic!("{what}: expected {kind:?}, got Ok({v:?})"),
+    }
 }

@@ -7,7 +7,7 @@
 //! Every refused write must write nothing: each test commits and reads the
 //! table back.
 
-use hierlock::proof::{AccountLevel, ResourceLevel};
+use hierlock::proof::ResourceLevel;
 use hierlock::sea_orm::sea_query::Expr;
 use hierlock::sea_orm::{
     ActiveValue::Set, ActiveValue::Unchanged, ColumnTrait, ConnectionTrait, DatabaseTransaction,
@@ -15,6 +15,8 @@ use hierlock::sea_orm::{
 };
 use hierlock::{Error, ErrorKind, Locked, Locker, hierlocked};
 use hierlock_tests::{Backend, Fixture};
+
+use crate::support::{as_account, assert_kind};
 
 /// Rows with integer IDs.
 #[hierlock::protected(level = resource, user = user_id, account = account_id, resource = id)]
@@ -108,18 +110,6 @@ async fn balances(fx: &Fixture, table: &str) -> Vec<(i64, i64)> {
         .collect()
 }
 
-/// Run `body` with a write-lock proof on account `u/a`.
-#[hierlocked(user = u, account = a, locker = locker)]
-async fn as_account<T>(
-    locker: &Locker,
-    txn: &DatabaseTransaction,
-    u: &str,
-    a: &str,
-    body: impl AsyncFnOnce(&Locked<'_, AccountLevel>) -> T,
-) -> hierlock::Result<T> {
-    Ok(body(&lock).await)
-}
-
 /// Run `body` with write-lock proofs on resources `rs` of `u/a`.
 #[hierlocked(user = u, account = a, resources = rs, locker = locker)]
 async fn as_resources<T>(
@@ -135,10 +125,7 @@ async fn as_resources<T>(
 
 #[track_caller]
 fn assert_not_covered<T: std::fmt::Debug>(outcome: Result<T, Error>, what: &str) {
-    match outcome {
-        Err(e) => assert_eq!(e.kind(), ErrorKind::NotCovered, "{what}: {e}"),
-        Ok(v) => panic!("{what}: expected NotCovered, got Ok({v:?})"),
-    }
+    assert_kind(outcome, ErrorKind::NotCovered, what);
 }
 
 pub async fn integer_ids_are_covered_by_the_nodes_their_text_names(backend: Backend) {

@@ -4,14 +4,15 @@
 
 use std::time::Duration;
 
-use hierlock::proof::AccountLevel;
 use hierlock::sea_orm::sea_query::Expr;
 use hierlock::sea_orm::{
-    ActiveValue::Set, ActiveValue::Unchanged, ColumnTrait, ConnectionTrait, DatabaseTransaction,
-    EntityTrait, ExprTrait, Statement, TransactionTrait,
+    ActiveValue::Set, ActiveValue::Unchanged, ColumnTrait, ConnectionTrait, ExprTrait, Statement,
+    TransactionTrait,
 };
-use hierlock::{Error, ErrorKind, Locked, Locker, RetryPolicy, hierlocked, retry};
+use hierlock::{Error, ErrorKind, RetryPolicy, retry};
 use hierlock_tests::{Backend, Fixture, bounded};
+
+use crate::support::as_account;
 
 #[hierlock::protected(
     level = resource,
@@ -50,16 +51,6 @@ async fn fresh_table(fx: &Fixture) {
     .await;
     fx.exec("INSERT INTO hlt_counter VALUES (1, 'u1', 'a1', 0, 0), (2, 'u1', 'a1', 0, 0)")
         .await;
-}
-
-/// Run `body` with a write-lock proof on account `u1/a1`.
-#[hierlocked(user = "u1", account = "a1", locker = locker)]
-async fn as_u1_a1<T>(
-    locker: &Locker,
-    txn: &DatabaseTransaction,
-    body: impl AsyncFnOnce(&Locked<'_, AccountLevel>) -> T,
-) -> hierlock::Result<T> {
-    Ok(body(&lock).await)
 }
 
 #[track_caller]
@@ -107,7 +98,7 @@ pub async fn a_row_lock_wait_in_a_protected_write_is_a_lock_timeout(backend: Bac
         }
         let outcome = bounded(
             write,
-            as_u1_a1(&fx.locker, &txn, async |lock| match write {
+            as_account(&fx.locker, &txn, "u1", "a1", async |lock| match write {
                 "update" => counter::Entity::update(counter::ActiveModel {
                     id: Set(1),
                     user_id: Set("u1".to_owned()),
@@ -162,7 +153,6 @@ pub async fn versioned_increments_through_retry_all_land(backend: Backend) {
     let mut tasks = Vec::new();
     for _ in 0..TASKS {
         let db = fx.db.clone();
-        let policy = policy.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..EACH {
                 retry(&db, &policy, async |txn| {

@@ -13,14 +13,16 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use hierlock::Locked;
 use hierlock::proof::AccountLevel;
 use hierlock::sea_orm::sea_query::{Expr, OnConflict};
 use hierlock::sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
     DbBackend, EntityTrait, ExprTrait, IntoActiveModel, Statement, TransactionTrait,
 };
-use hierlock::{Locked, Locker, hierlocked};
 use hierlock_tests::{Backend, Fixture};
+
+use crate::support::as_account;
 
 const TABLE: &str = "hlp_counted";
 
@@ -94,16 +96,6 @@ pub mod plain {
 /// The tests share the table name on each server (and PostgreSQL's two
 /// backends a server): they take turns.
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Run `body` with a write-lock proof on account `u1/a1`, on `txn`.
-#[hierlocked(user = "u1", account = "a1", locker = locker)]
-async fn as_u1_a1<T>(
-    locker: &Locker,
-    txn: &DatabaseTransaction,
-    body: impl AsyncFnOnce(&Locked<'_, AccountLevel>) -> T,
-) -> hierlock::Result<T> {
-    Ok(body(&lock).await)
-}
 
 /// Counts the statements one connection sends.
 enum Counter {
@@ -210,7 +202,7 @@ pub async fn protected_writes_send_the_statements_seaorms_own_writes_send(backen
     .await;
     let (db, counter) = counted_pool(&fx, backend).await;
     let txn = db.begin().await.expect("begin");
-    let costs = as_u1_a1(&fx.locker, &txn, async |lock| {
+    let costs = as_account(&fx.locker, &txn, "u1", "a1", async |lock| {
         single_row_writes(&txn, &counter, lock).await
     })
     .await
@@ -424,55 +416,38 @@ async fn update_cost(txn: &DatabaseTransaction, counter: &Counter, update: Updat
         }
         let before = counter.now(txn).await;
         let balance = row.balance + 1;
+        let balance = Set(balance);
         match update {
-            Update::SeaOrm => {
+            Update::SeaOrm | Update::SeaOrmWithoutReturning => {
                 let mut row = row.into_active_model();
-                row.balance = Set(balance);
-                plain::Entity::update(row).exec(txn).await.map(drop)
+                row.balance = balance;
+                let update_one = plain::Entity::update(row);
+                if matches!(update, Update::SeaOrm) {
+                    update_one.exec(txn).await.map(drop)
+                } else {
+                    update_one.exec_without_returning(txn).await.map(drop)
+                }
             }
-            Update::SeaOrmWithoutReturning => {
-                let mut row = row.into_active_model();
-                row.balance = Set(balance);
-                plain::Entity::update(row)
-                    .exec_without_returning(txn)
-                    .await
-                    .map(drop)
-            }
-            Update::Protected(lock) => {
+            Update::Protected(lock) | Update::ProtectedWithoutReturning(lock) => {
                 let mut row = counted::ActiveModel::from(to_counted(row));
-                row.balance = Set(balance);
-                counted::Entity::update(row)
-                    .exec(lock)
-                    .await
-                    .map(drop)
-                    .map_err(db_err)
+                row.balance = balance;
+                let update_one = counted::Entity::update(row);
+                if matches!(update, Update::Protected(_)) {
+                    update_one.exec(lock).await.map(drop)
+                } else {
+                    update_one.exec_without_returning(lock).await.map(drop)
+                }
+                .map_err(db_err)
             }
-            Update::ProtectedWithoutReturning(lock) => {
-                let mut row = counted::ActiveModel::from(to_counted(row));
-                row.balance = Set(balance);
-                counted::Entity::update(row)
-                    .exec_without_returning(lock)
-                    .await
-                    .map(drop)
-                    .map_err(db_err)
-            }
-            Update::Versioned(lock) => {
+            Update::Versioned(_) | Update::WithoutProof => {
                 let mut row = versioned::ActiveModel::from(to_versioned(row));
-                row.balance = Set(balance);
-                versioned::Entity::update(row)
-                    .exec(lock)
-                    .await
-                    .map(drop)
-                    .map_err(db_err)
-            }
-            Update::WithoutProof => {
-                let mut row = versioned::ActiveModel::from(to_versioned(row));
-                row.balance = Set(balance);
-                versioned::Entity::update(row)
-                    .exec_versioned(txn)
-                    .await
-                    .map(drop)
-                    .map_err(db_err)
+                row.balance = balance;
+                let update_one = versioned::Entity::update(row);
+                match update {
+                    Update::Versioned(lock) => update_one.exec(lock).await.map(drop),
+                    _ => update_one.exec_versioned(txn).await.map(drop),
+                }
+                .map_err(db_err)
             }
         }
         .expect("update");
@@ -498,7 +473,7 @@ pub async fn protected_bulk_writes_take_two_statements_whatever_the_rows(backend
     let (db, counter) = counted_pool(&fx, backend).await;
     for rows in [1_i64, 600] {
         let txn = db.begin().await.expect("begin");
-        let counts = as_u1_a1(&fx.locker, &txn, async |lock| {
+        let counts = as_account(&fx.locker, &txn, "u1", "a1", async |lock| {
             let mut counts = Vec::new();
             let inserted = counted(&txn, &counter, async |i| {
                 let models = (0..rows)
