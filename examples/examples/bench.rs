@@ -21,7 +21,10 @@
 //! account lock under a mixed workload, the stripes' cost to writes and
 //! reads), `versions` (optimistic versions: `exec_versioned` against a
 //! plain `UPDATE`, a lock and the floor, and two edits from one version
-//! against a lock held across read-modify-write), `false-conflicts`
+//! against a lock held across read-modify-write), `recipe` (the main
+//! recipe, a `#[hierlocked]` method writing a `#[protected]` entity with
+//! `exec(&lock)`, against SeaORM's own `am.update` under the same lock and
+//! the floor, 1 and 16 clients), `false-conflicts`
 //! (bucket collisions against the birthday bound; no server needed). The
 //! tables it creates are named `hlbench_*`.
 
@@ -69,6 +72,7 @@ enum Workload {
     Provision,
     Subtree,
     Versions,
+    Recipe,
     FalseConflicts,
     All,
 }
@@ -120,6 +124,9 @@ async fn main() -> Result<(), BoxError> {
     }
     if runs(Workload::Versions) {
         bench::versions::run(&bench).await?;
+    }
+    if runs(Workload::Recipe) {
+        bench::recipe::run(&bench).await?;
     }
     if runs(Workload::FalseConflicts) {
         bench::false_conflicts::run(args.quick);

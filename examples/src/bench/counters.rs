@@ -9,10 +9,19 @@
 //! PostgreSQL has no per-session statement counter: only `pg_stat_statements`,
 //! which needs `shared_preload_libraries` and a restart, and counts every
 //! session of the database at once. The benchmark does not change the
-//! server's configuration, so on PostgreSQL statements are not counted, and
-//! it says so.
+//! server's configuration, so on PostgreSQL the server's counts are
+//! missing, and it says so.
+//!
+//! [`client_per_txn`] counts on the other side, on every server: the
+//! statements SeaORM sends, seen by `DatabaseConnection::set_metric_callback`
+//! on a pool of one connection. That callback sees every statement run
+//! through the connection or its transactions (hierlock's lock statements
+//! included) but not `BEGIN` and `COMMIT`, which SeaORM sends through sqlx's
+//! transaction manager: a client count is the statements between the two,
+//! where `Questions` is that plus 2.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 
@@ -117,4 +126,120 @@ async fn read(
         }
     }
     Ok(counters)
+}
+
+/// Statements per transaction as the client sent them (see
+/// [`client_per_txn`]): `BEGIN` and `COMMIT` not included.
+pub struct ClientCounted {
+    /// Statements sent per transaction, on average.
+    pub per_txn: f64,
+    /// What the last transaction sent, each statement in short (see [`shape`]).
+    pub last: Vec<String>,
+}
+
+impl ClientCounted {
+    /// One line for the report: the count and the last transaction's statements.
+    pub fn describe(&self) -> String {
+        format!("{:.2}: {}", self.per_txn, self.last.join("; "))
+    }
+}
+
+/// Run `run(db, i)` for `i` in `0..txns` on one connection of its own,
+/// after one warm-up call, and count the statements SeaORM sent through it
+/// per call with its metric callback, on any server.
+///
+/// # Errors
+/// A statement failed, or `txns` is 0.
+pub async fn client_per_txn(
+    bench: &Bench,
+    txns: u64,
+    mut run: impl AsyncFnMut(&DatabaseConnection, u64) -> Result<(), BoxError>,
+) -> Result<ClientCounted, BoxError> {
+    if txns == 0 {
+        return Err("no transactions to count statements of".into());
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut db = connect_pool(&bench.url, 1).await?;
+    let sink = Arc::clone(&seen);
+    db.set_metric_callback(move |info| {
+        // A poisoned list (a panic while pushing) only loses the count; the
+        // length check below reports it.
+        if let Ok(mut seen) = sink.lock() {
+            seen.push(shape(&info.statement.sql));
+        }
+    });
+    let sent = || {
+        seen.lock()
+            .map(|s| s.len())
+            .map_err(|_| "statement list poisoned")
+    };
+    // Warm up as `per_txn` does, so that both count the same transactions.
+    run(&db, 0).await?;
+    let first = sent()?;
+    let mut last_start = first;
+    for i in 0..txns {
+        last_start = sent()?;
+        run(&db, i + 1).await?;
+    }
+    let end = sent()?;
+    db.close().await?;
+    let last = seen.lock().map_err(|_| "statement list poisoned")?[last_start..end].to_vec();
+    Ok(ClientCounted {
+        per_txn: (end - first) as f64 / txns as f64,
+        last,
+    })
+}
+
+/// A statement in short: its first word, and the row or advisory locks it
+/// asks for (hierlock's lock statements are long; this says what they do).
+/// A `UNION` of parenthesised blocks reads as its first block's word.
+fn shape(sql: &str) -> String {
+    let mut out = sql
+        .trim_start_matches(|c: char| c == '(' || c.is_whitespace())
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_uppercase();
+    let upper = sql.to_uppercase();
+    for (needle, label) in [
+        ("ADVISORY", "advisory locks"),
+        ("FOR SHARE", "FOR SHARE"),
+        ("LOCK IN SHARE MODE", "LOCK IN SHARE MODE"),
+        ("FOR UPDATE", "FOR UPDATE"),
+    ] {
+        if upper.contains(needle) {
+            out.push_str(" … ");
+            out.push_str(label);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shape;
+
+    #[test]
+    fn shape_is_the_first_word_and_the_locks_asked_for() {
+        assert_eq!(shape("SELECT a FROM t WHERE id = ?"), "SELECT");
+        assert_eq!(
+            shape("select a from t where id = $1 for update"),
+            "SELECT … FOR UPDATE"
+        );
+        assert_eq!(
+            shape(
+                "SELECT 1 FROM b WHERE k = ? FOR SHARE UNION ALL SELECT 1 FROM b WHERE k = ? FOR UPDATE"
+            ),
+            "SELECT … FOR SHARE … FOR UPDATE"
+        );
+        assert_eq!(
+            shape("SELECT pg_try_advisory_xact_lock($1)"),
+            "SELECT … advisory locks"
+        );
+        assert_eq!(shape("UPDATE t SET a = ?"), "UPDATE");
+        assert_eq!(
+            shape("(SELECT 1 FROM b LOCK IN SHARE MODE) UNION ALL (SELECT 1 FROM b FOR UPDATE)"),
+            "SELECT … LOCK IN SHARE MODE … FOR UPDATE"
+        );
+    }
 }

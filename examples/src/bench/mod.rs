@@ -4,13 +4,14 @@
 //! run's figures.
 //!
 //! One module per workload; [`stats`] interleaves variants and summarises
-//! them, [`counters`] reads the server's own statement counters, [`cpu`] the
-//! CPU time clients and server spend.
+//! them, [`counters`] reads the server's own statement counters (or counts
+//! what the client sends), [`cpu`] the CPU time clients and server spend.
 
 pub mod counters;
 pub mod cpu;
 pub mod false_conflicts;
 pub mod provision;
+pub mod recipe;
 pub mod rng;
 pub mod scale;
 pub mod shapes;
@@ -129,36 +130,53 @@ impl Bench {
     /// # Errors
     /// A statement failed.
     pub async fn ensure_rows(&self) -> Result<(), BoxError> {
+        self.ensure_table(
+            ROWS_TABLE,
+            "id BIGINT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL",
+            |id| format!("({id}, 0)"),
+        )
+        .await
+    }
+
+    /// Create `table` with `columns` (SQL column definitions, `id` the
+    /// primary key) if it does not exist, and unless it has [`ROWS`] rows
+    /// already, fill it afresh: row `id` is `values(id)`, a parenthesised
+    /// tuple in the columns' order. Every workload's table is filled the
+    /// same way, 1000 rows per statement.
+    ///
+    /// # Errors
+    /// A statement failed.
+    pub async fn ensure_table(
+        &self,
+        table: &str,
+        columns: &str,
+        values: impl Fn(i64) -> String,
+    ) -> Result<(), BoxError> {
         let engine = if self.dialect.is_mysql_family() {
             " ENGINE=InnoDB"
         } else {
             ""
         };
         self.exec(&format!(
-            "CREATE TABLE IF NOT EXISTS {ROWS_TABLE} (id BIGINT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL){engine}"
+            "CREATE TABLE IF NOT EXISTS {table} ({columns}){engine}"
         ))
         .await?;
         let count = self
             .db
             .query_one_raw(Statement::from_string(
                 self.dialect.backend(),
-                format!("SELECT COUNT(*) AS n FROM {ROWS_TABLE}"),
+                format!("SELECT COUNT(*) AS n FROM {table}"),
             ))
             .await?
             .map(|row| row.try_get::<i64>("", "n"))
             .transpose()?
             .unwrap_or(0);
         if count != ROWS {
-            self.exec(&format!("DELETE FROM {ROWS_TABLE}")).await?;
+            self.exec(&format!("DELETE FROM {table}")).await?;
             for start in (0..ROWS).step_by(1000) {
-                let values: Vec<String> = (start..(start + 1000).min(ROWS))
-                    .map(|id| format!("({id}, 0)"))
-                    .collect();
-                self.exec(&format!(
-                    "INSERT INTO {ROWS_TABLE} (id, balance) VALUES {}",
-                    values.join(", ")
-                ))
-                .await?;
+                let rows: Vec<String> = (start..(start + 1000).min(ROWS)).map(&values).collect();
+                self.exec(&format!("INSERT INTO {table} VALUES {}", rows.join(", ")))
+                    .await?;
             }
         }
         Ok(())

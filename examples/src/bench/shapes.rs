@@ -179,7 +179,8 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
             .await
         },
     )
-    .await
+    .await?;
+    Ok(())
 }
 
 /// One transaction: lock `row` the shape's way, update it, commit. The

@@ -79,11 +79,29 @@ impl Table {
 
     /// Each variant's samples divided by the baseline's of the same repetition.
     fn ratios(&self, variant: usize) -> Vec<f64> {
+        self.ratios_to(variant, self.baseline)
+    }
+
+    /// `variant`'s samples divided by `other`'s of the same repetition.
+    fn ratios_to(&self, variant: usize, other: usize) -> Vec<f64> {
         self.samples[variant]
             .iter()
-            .zip(&self.samples[self.baseline])
+            .zip(&self.samples[other])
             .map(|(v, base)| v / base)
             .collect()
+    }
+
+    /// `variant` against any `other` variant, not only the baseline: the
+    /// ratio of their medians, and the spread of the per-repetition ratios
+    /// (what [`Table::print`] gives against the baseline). A variant
+    /// compared with two others (the recipe with SeaORM's write and with the
+    /// floor) needs both, and one table has one baseline.
+    pub fn ratio_to(&self, variant: usize, other: usize) -> (f64, Spread) {
+        let median = |v: usize| Spread::of(&self.samples[v]).median;
+        (
+            median(variant) / median(other),
+            Spread::of(&self.ratios_to(variant, other)),
+        )
     }
 
     /// Print one line per variant: median [min–max] of the figure in `unit`,
@@ -161,5 +179,28 @@ mod tests {
         table.record(0, 1, 10.0);
         table.record(1, 1, 20.0);
         assert_eq!(table.ratios(1), [0.5, 2.0]);
+    }
+
+    #[test]
+    fn ratio_to_any_variant_is_of_medians_with_per_rep_range() {
+        let mut table = Table::new(["base", "a", "b"]);
+        for (rep, [base, a, b]) in [[10.0, 5.0, 20.0], [10.0, 8.0, 10.0], [10.0, 9.0, 30.0]]
+            .into_iter()
+            .enumerate()
+        {
+            table.record(0, rep, base);
+            table.record(1, rep, a);
+            table.record(2, rep, b);
+        }
+        let (of_medians, per_rep) = table.ratio_to(1, 2);
+        assert_eq!(of_medians, 8.0 / 20.0);
+        assert_eq!(
+            per_rep,
+            Spread {
+                median: 0.3,
+                min: 0.25,
+                max: 0.8
+            }
+        );
     }
 }

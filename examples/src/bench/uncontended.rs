@@ -79,12 +79,16 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
 /// as one table, with the CPU the clients and the server spent per
 /// transaction (see [`cpu`](super::cpu)). `measure(variant, clients,
 /// txns_per_client)` is one sample of variant number `variant`.
+///
+/// Returns each client count with its throughput table, for a caller that
+/// compares variants other than against the first (see [`Table::ratio_to`]).
 pub(super) async fn at_1_and_16_clients(
     bench: &Bench,
     names: impl IntoIterator<Item = impl Into<String>>,
     mut measure: impl AsyncFnMut(usize, i64, i64) -> Result<f64, BoxError>,
-) -> Result<(), BoxError> {
+) -> Result<Vec<(i64, Table)>, BoxError> {
     let names: Vec<String> = names.into_iter().map(Into::into).collect();
+    let mut tables = Vec::new();
     for (clients, txns_per_client) in [(1, 2000), (16, 400)] {
         let txns_per_client = if bench.quick {
             txns_per_client / 8
@@ -117,8 +121,9 @@ pub(super) async fn at_1_and_16_clients(
         client_cpu.print("µs");
         println!("  CPU per transaction, the server's processes on this machine:");
         server_cpu.print("µs");
+        tables.push((clients, table));
     }
-    Ok(())
+    Ok(tables)
 }
 
 /// Committed transactions per second of `clients` clients running

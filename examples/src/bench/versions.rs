@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use hierlock::sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
-    PaginatorTrait, QueryFilter, QueryOrder, TransactionTrait, Value,
+    QueryFilter, QueryOrder, TransactionTrait, Value,
 };
 use hierlock::{Dialect, ErrorKind, Locker, hierlocked};
 use hierlock_migration::Provision;
@@ -35,7 +35,7 @@ use tokio::task::JoinSet;
 
 use super::stats::{Table, order};
 use super::uncontended::{ROWS_PER_CLIENT, at_1_and_16_clients};
-use super::{Bench, BoxError, ROWS, counters};
+use super::{Bench, BoxError, counters};
 
 /// The versioned table both parts write.
 pub const TABLE: &str = "hlbench_versions";
@@ -82,35 +82,16 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Create (once) and fill [`TABLE`], [`ROWS`] rows at version 0.
+/// Create (once) and fill [`TABLE`], [`ROWS`](super::ROWS) rows at version 0.
 async fn ensure_table(bench: &Bench) -> Result<(), BoxError> {
-    let engine = if bench.dialect.is_mysql_family() {
-        " ENGINE=InnoDB"
-    } else {
-        ""
-    };
     bench
-        .exec(&format!(
-            "CREATE TABLE IF NOT EXISTS {TABLE} (id BIGINT NOT NULL PRIMARY KEY, \
-             user_id BIGINT NOT NULL, account_id BIGINT NOT NULL, balance BIGINT NOT NULL, \
-             version INTEGER NOT NULL){engine}"
-        ))
-        .await?;
-    if row::Entity::find().count(&bench.db).await? != ROWS as u64 {
-        bench.exec(&format!("DELETE FROM {TABLE}")).await?;
-        for start in (0..ROWS).step_by(1000) {
-            let values: Vec<String> = (start..(start + 1000).min(ROWS))
-                .map(|id| format!("({id}, {}, {}, 0, 0)", id / 100, id / 10))
-                .collect();
-            bench
-                .exec(&format!(
-                    "INSERT INTO {TABLE} (id, user_id, account_id, balance, version) VALUES {}",
-                    values.join(", ")
-                ))
-                .await?;
-        }
-    }
-    Ok(())
+        .ensure_table(
+            TABLE,
+            "id BIGINT NOT NULL PRIMARY KEY, user_id BIGINT NOT NULL, \
+             account_id BIGINT NOT NULL, balance BIGINT NOT NULL, version INTEGER NOT NULL",
+            |id| format!("({id}, {}, {}, 0, 0)", id / 100, id / 10),
+        )
+        .await
 }
 
 /// The rows `ids`, by id, as they are now.
