@@ -14,8 +14,9 @@
 //!   SeaORM's `am.update(txn)` through a plain (unprotected) entity of the
 //!   same table. The difference to the recipe is the protected write alone.
 //! - **the protected recipe**: `find_by_id` on the proof's transaction, then
-//!   `Entity::update(am).exec(&lock)`, which reads the stored row
-//!   `FOR UPDATE` to check the proof covers it before its `UPDATE`.
+//!   `Entity::update(am).exec(&lock)`, whose `UPDATE` carries the proof's
+//!   check (`.. AND user_id = ? AND account_id = ?`): the statements of
+//!   SeaORM's own write.
 //! - **the floor**: what a user writes without hierlock, `SELECT balance …
 //!   FOR UPDATE` of the row and an `UPDATE` of the new balance, sent as SQL
 //!   like the other sections' floors (so the ratio to it also holds SeaORM's

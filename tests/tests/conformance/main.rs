@@ -94,6 +94,7 @@ macro_rules! exact_tests {
             scale::the_largest_acquisition_locks_exactly_its_planned_rows,
             deadlock::large_mixed_plans_never_deadlock,
             cancel::a_dropped_acquisition_ends_its_server_side_wait,
+            cancel::a_dropped_request_gives_its_connection_back,
             cancel::a_timeout_is_one_deadline_for_the_whole_acquisition,
             cancel::timeouts_have_millisecond_precision,
             faults::a_killed_holder_is_connection_lost_and_its_locks_go_with_it,
