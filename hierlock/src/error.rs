@@ -143,11 +143,17 @@ pub enum Error {
 
     /// The server is one on which locks would not exclude each other: a
     /// Galera node (unless [`Config::with_galera_single_writer`] says every
-    /// lock-taking transaction runs on one node), a read-only server, a
-    /// replica or a hot standby. Refused at
-    /// [`Locker::connect`](crate::Locker::connect), before any lock.
+    /// lock-taking transaction runs on one node), a member of a
+    /// multi-primary MySQL Group Replication group (unless
+    /// [`Config::with_group_replication_single_writer`]), a secondary or a
+    /// member that is not ONLINE, a read-only server, a replica or a hot
+    /// standby. Refused at [`Locker::connect`](crate::Locker::connect),
+    /// before any lock; not retryable as it is (a Group Replication
+    /// secondary refused during a failover is the primary a moment later:
+    /// connect again to the new primary).
     ///
     /// [`Config::with_galera_single_writer`]: crate::Config::with_galera_single_writer
+    /// [`Config::with_group_replication_single_writer`]: crate::Config::with_group_replication_single_writer
     #[error("{reason}")]
     UnsafeTopology {
         /// What the server is, and why locks there would not work.
