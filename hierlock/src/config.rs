@@ -260,22 +260,24 @@ impl Config {
 
     /// Accept a member of a **multi-primary** MySQL Group Replication group
     /// (InnoDB Cluster): **every lock-taking transaction must run on one
-    /// member** (MySQL Router's read-write port in single-primary mode does
-    /// this for you; in multi-primary mode a router or proxy configured with
-    /// one writer). Row locks are not replicated between members: without
+    /// member** (a router or proxy configured with one writer). Row locks are
+    /// not replicated between members: without
     /// that routing two members grant the same lock (measured on MySQL 9.7),
     /// so [`Locker::connect`](crate::Locker::connect) refuses a multi-primary
     /// member unless this is set. Single-primary groups need no opt-in: the
-    /// primary is accepted and the secondaries (read-only) refused.
+    /// primary is accepted (MySQL Router's read-write port leads there) and
+    /// the secondaries (read-only) refused.
     ///
     /// What to expect on failover (single-primary, 3 members on loopback,
     /// MySQL 9.7, default `group_replication_member_expel_timeout`): the
-    /// primary dies; a transaction waiting for a lock on it gets
-    /// [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost) at
-    /// once (retryable); a holder's COMMIT gets it too, with the outcome
+    /// primary is killed; a transaction waiting for a lock on it gets
+    /// [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost) within
+    /// ~140 ms (retryable); a holder's COMMIT gets it too, through
+    /// [`Error::from_commit`](crate::Error::from_commit) with the outcome
     /// unknown ([`TxnState::CommitUnknown`](crate::TxnState::CommitUnknown),
     /// not retryable); the survivors stay read-only, and are refused, until
-    /// they expel the dead member and elect a new primary, about 20 s later.
+    /// they expel the dead member and elect a new primary, ~22 s after the
+    /// kill.
     /// Conflicting writes on two members of a multi-primary group fail
     /// certification at COMMIT (3101, or 1180 with engine error 149):
     /// [`ErrorKind::Deadlock`](crate::ErrorKind::Deadlock), retryable.

@@ -360,7 +360,7 @@ impl Error {
     /// - a cluster's certification rolled the transaction back (Group
     ///   Replication's 3101, or 1180 with engine error 149; Galera's 1213):
     ///   [`Error::Deadlock`] with [`TxnState::RolledBack`], retryable;
-    /// - anything else as [`From<DbErr>`](#impl-From<DbErr>-for-Error) types it.
+    /// - anything else as `Error::from(DbErr)` types it.
     ///
     /// [`retry`](crate::retry) classifies a connection lost during its
     /// commits this way.

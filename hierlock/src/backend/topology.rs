@@ -240,7 +240,8 @@ async fn facts(db: &impl ConnectionTrait, dialect: Dialect) -> Result<Facts> {
                   WHERE VARIABLE_NAME = 'SLAVES_RUNNING'), '0') AS SIGNED) AS replicating"
         }
         // `wsrep_on` exists on MySQL only in Galera builds (Percona XtraDB
-        // Cluster): read it where it may be missing.
+        // Cluster), Group Replication's variables only with its plugin
+        // loaded: read them where they may be missing (as every user may).
         Dialect::MySql => {
             "SELECT CAST(@@GLOBAL.read_only AS SIGNED) AS read_only, \
              CAST(@@GLOBAL.super_read_only AS SIGNED) AS super_read_only, \
@@ -255,8 +256,6 @@ async fn facts(db: &impl ConnectionTrait, dialect: Dialect) -> Result<Facts> {
                   WHERE VARIABLE_NAME = 'group_replication_single_primary_mode'), 1) AS SIGNED) \
                   AS gr_single_primary"
         }
-        // Group Replication's variables exist only with its plugin loaded:
-        // read them where they may be missing.
         Dialect::Postgres => {
             "SELECT pg_is_in_recovery()::int::int8 AS in_recovery, \
              (current_setting('transaction_read_only') = 'on')::int::int8 AS session_read_only"
