@@ -6,6 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 use hierlock::sea_orm::{ConnectionTrait, DbBackend, Statement};
 use hierlock::{
     Error, ErrorKind, GroupMode, Locker, MemberRole, RetryPolicy, Target, Topology, TxnState, Wait,
@@ -34,51 +36,85 @@ async fn a_killed_primary_is_typed_errors_then_a_new_primary() {
     let locker = primary.locker(&config).await.expect("the primary");
     let r = Target::resource("u1", "a1", "r1").write();
 
-    let holder = primary.begin().await;
-    bounded(
-        "the holder's acquisition",
-        locker.acquire(&holder, [r.clone()]),
-    )
-    .await
-    .expect("uncontended");
-    let waiter = primary.begin().await;
-    let id = group::connection_id(&waiter).await;
-    let task = {
-        let (locker, r) = (locker.clone(), r.clone());
-        tokio::spawn(async move {
-            let outcome = locker
-                .acquire_with(&waiter, [r], Wait::Block)
-                .await
-                .map(|set| set.statements());
-            (outcome, waiter)
-        })
+    // Two transactions on the primary when it dies: `retry`'s, holding a
+    // lock on r2 with its work ending only after the kill (so that its
+    // COMMIT meets the dead connection), and a plain one holding r1 with a
+    // third waiting for r1.
+    let r2 = Target::resource("u1", "a1", "r2").write();
+    let (held, killed_now) = (Notify::new(), Notify::new());
+    let mut attempts = 0;
+    let policy = RetryPolicy::default();
+    let retried = retry(&primary.db, &policy, async |txn| {
+        attempts += 1;
+        locker.acquire(txn, [r2.clone()]).await?;
+        held.notify_one();
+        killed_now.notified().await;
+        Ok::<_, Error>(())
+    });
+    let plain = async {
+        held.notified().await;
+        let holder = primary.begin().await;
+        bounded(
+            "the holder's acquisition",
+            locker.acquire(&holder, [r.clone()]),
+        )
+        .await
+        .expect("uncontended");
+        let waiter = primary.begin().await;
+        let id = group::connection_id(&waiter).await;
+        let task = {
+            let (locker, r) = (locker.clone(), r.clone());
+            tokio::spawn(async move {
+                let outcome = locker
+                    .acquire_with(&waiter, [r], Wait::Block)
+                    .await
+                    .map(|set| set.statements());
+                (outcome, waiter)
+            })
+        };
+        primary.wait_until_blocked(id).await;
+
+        tokio::task::block_in_place(|| group::script(&["kill", "1"])).expect("kill -9 member 1");
+        let killed = Instant::now();
+        killed_now.notify_one();
+        let (waited, waiter) = bounded("the waiter on a killed primary", task)
+            .await
+            .expect("task");
+        let waiter_failed = killed.elapsed();
+        let err = waited.expect_err("the waiter's primary is gone");
+        assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
+        assert_eq!(err.txn_state(), TxnState::Lost, "{err}");
+        assert!(err.is_retryable(), "{err}");
+        drop(waiter);
+
+        let commit = bounded("the holder's COMMIT on a killed primary", holder.commit())
+            .await
+            .expect_err("the holder's primary is gone");
+        let holder_failed = killed.elapsed();
+        eprintln!("the holder's COMMIT: {commit:?}");
+        let err = Error::from_commit(commit);
+        assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
+        assert_eq!(err.txn_state(), TxnState::CommitUnknown, "{err}");
+        assert!(
+            !err.is_retryable(),
+            "a COMMIT of unknown outcome is not retried: {err}"
+        );
+
+        (killed, waiter_failed, holder_failed)
     };
-    primary.wait_until_blocked(id).await;
-
-    tokio::task::block_in_place(|| group::script(&["kill", "1"])).expect("kill -9 member 1");
-    let killed = Instant::now();
-    let (waited, waiter) = bounded("the waiter on a killed primary", task)
+    let (retried, (killed, waiter_failed, holder_failed)) =
+        tokio::time::timeout(Duration::from_secs(60), async {
+            tokio::join!(retried, plain)
+        })
         .await
-        .expect("task");
-    let waiter_failed = killed.elapsed();
-    let err = waited.expect_err("the waiter's primary is gone");
-    assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
-    assert_eq!(err.txn_state(), TxnState::Lost, "{err}");
-    assert!(err.is_retryable(), "{err}");
-    drop(waiter);
-
-    let commit = bounded("the holder's COMMIT on a killed primary", holder.commit())
-        .await
-        .expect_err("the holder's primary is gone");
-    let holder_failed = killed.elapsed();
-    eprintln!("the holder's COMMIT: {commit:?}");
-    let err = Error::from_commit(commit);
+        .expect("the transactions on the killed primary ended within 60 s");
+    // `retry`'s COMMIT met the dead connection: its outcome is unknown, so
+    // the error is returned, not retried.
+    let err = retried.expect_err("retry's primary is gone");
     assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
     assert_eq!(err.txn_state(), TxnState::CommitUnknown, "{err}");
-    assert!(
-        !err.is_retryable(),
-        "a COMMIT of unknown outcome is not retried: {err}"
-    );
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(attempts, 1, "a COMMIT of unknown outcome is not retried");
 
     // The survivors are refused until they elect a new primary.
     let survivors = [Member::connect(2).await, Member::connect(3).await];
