@@ -170,6 +170,7 @@ pub struct Config {
     wait: Wait,
     postgres: PostgresLocks,
     galera_single_writer: bool,
+    group_replication_single_writer: bool,
     subtree_reads: SubtreeReads,
 }
 
@@ -182,6 +183,7 @@ impl Default for Config {
             wait: Wait::default(),
             postgres: PostgresLocks::default(),
             galera_single_writer: false,
+            group_replication_single_writer: false,
             subtree_reads: SubtreeReads::Off,
         }
     }
@@ -254,6 +256,40 @@ impl Config {
     /// Whether a Galera node is accepted (see [`Config::with_galera_single_writer`]).
     pub fn galera_single_writer(&self) -> bool {
         self.galera_single_writer
+    }
+
+    /// Accept a member of a **multi-primary** MySQL Group Replication group
+    /// (InnoDB Cluster): **every lock-taking transaction must run on one
+    /// member** (a router or proxy configured with one writer). Row locks are
+    /// not replicated between members: without
+    /// that routing two members grant the same lock (measured on MySQL 9.7),
+    /// so [`Locker::connect`](crate::Locker::connect) refuses a multi-primary
+    /// member unless this is set. Single-primary groups need no opt-in: the
+    /// primary is accepted (MySQL Router's read-write port leads there) and
+    /// the secondaries (read-only) refused.
+    ///
+    /// What to expect on failover (single-primary, 3 members on loopback,
+    /// MySQL 9.7, default `group_replication_member_expel_timeout`): the
+    /// primary is killed; a transaction waiting for a lock on it gets
+    /// [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost) within
+    /// ~140 ms (retryable); a holder's COMMIT gets it too, through
+    /// [`Error::from_commit`](crate::Error::from_commit) with the outcome
+    /// unknown ([`TxnState::CommitUnknown`](crate::TxnState::CommitUnknown),
+    /// not retryable); the survivors stay read-only, and are refused, until
+    /// they expel the dead member and elect a new primary, ~22 s after the
+    /// kill.
+    /// Conflicting writes on two members of a multi-primary group fail
+    /// certification at COMMIT (3101, or 1180 with engine error 149):
+    /// [`ErrorKind::Deadlock`](crate::ErrorKind::Deadlock), retryable.
+    pub fn with_group_replication_single_writer(mut self) -> Self {
+        self.group_replication_single_writer = true;
+        self
+    }
+
+    /// Whether a multi-primary Group Replication member is accepted (see
+    /// [`Config::with_group_replication_single_writer`]).
+    pub fn group_replication_single_writer(&self) -> bool {
+        self.group_replication_single_writer
     }
 
     /// Use the lock layout `subtree_reads`: with

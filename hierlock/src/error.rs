@@ -87,7 +87,10 @@ pub enum Error {
     /// The server chose this transaction as a deadlock victim. Between
     /// hierlock users this cannot happen with one `acquire` per transaction;
     /// it can when locks are taken in several calls or mixed with other
-    /// row locks.
+    /// row locks. A cluster's certification rolling a transaction back at
+    /// COMMIT is reported the same way (Galera's 1213; Group Replication's
+    /// 3101, and 1180 with engine error 149): the transaction is gone, and
+    /// running it again may succeed.
     #[error("deadlock while acquiring {what}")]
     Deadlock {
         /// The locks that were being taken.
@@ -140,11 +143,17 @@ pub enum Error {
 
     /// The server is one on which locks would not exclude each other: a
     /// Galera node (unless [`Config::with_galera_single_writer`] says every
-    /// lock-taking transaction runs on one node), a read-only server, a
-    /// replica or a hot standby. Refused at
-    /// [`Locker::connect`](crate::Locker::connect), before any lock.
+    /// lock-taking transaction runs on one node), a member of a
+    /// multi-primary MySQL Group Replication group (unless
+    /// [`Config::with_group_replication_single_writer`]), a secondary or a
+    /// member that is not ONLINE, a read-only server, a replica or a hot
+    /// standby. Refused at [`Locker::connect`](crate::Locker::connect),
+    /// before any lock; not retryable as it is (a Group Replication
+    /// secondary refused during a failover is the primary a moment later:
+    /// connect again to the new primary).
     ///
     /// [`Config::with_galera_single_writer`]: crate::Config::with_galera_single_writer
+    /// [`Config::with_group_replication_single_writer`]: crate::Config::with_group_replication_single_writer
     #[error("{reason}")]
     UnsafeTopology {
         /// What the server is, and why locks there would not work.
@@ -154,11 +163,16 @@ pub enum Error {
     /// The connection to the server is gone: the server shut down or
     /// restarted, the connection was killed (`KILL`, `pg_terminate_backend`),
     /// the network failed, or a failover moved the primary. The transaction
-    /// went with it ([`TxnState::Lost`]): retry on a new transaction.
+    /// went with it ([`TxnState::Lost`]): retry on a new transaction. When
+    /// the connection ended during COMMIT ([`Error::from_commit`]) the
+    /// outcome is unknown ([`TxnState::CommitUnknown`]) and the error is not
+    /// retryable.
     #[error("lost the connection to the database while {doing}")]
     ConnectionLost {
         /// What hierlock was doing.
         doing: String,
+        /// [`TxnState::Lost`], or [`TxnState::CommitUnknown`] during COMMIT.
+        txn_state: TxnState,
         /// The driver's error.
         #[source]
         source: DbErr,
@@ -233,6 +247,11 @@ pub enum TxnState {
     /// it back, so no lock and no uncommitted write of it remains. Drop it
     /// (its rollback fails harmlessly) and retry on a new transaction.
     Lost,
+    /// The connection ended during COMMIT: the server may have committed the
+    /// transaction before it went, or not, and nothing on this side can tell
+    /// which. Not retryable as it is: check whether the work took effect (or
+    /// make it idempotent) before running it again.
+    CommitUnknown,
 }
 
 impl Error {
@@ -257,7 +276,8 @@ impl Error {
 
     /// Whether rolling back and running the whole transaction again, on a
     /// new transaction, may succeed: true for lock conflicts (no-wait,
-    /// timeout, deadlock), a lost connection, and a version
+    /// timeout, deadlock), a lost connection (unless it was lost during
+    /// COMMIT: [`TxnState::CommitUnknown`]), and a version
     /// [`Conflict`](Error::Conflict) (when the retry reloads the row: a
     /// retry that writes the same stale version fails the same way).
     pub fn is_retryable(&self) -> bool {
@@ -268,7 +288,7 @@ impl Error {
                 | ErrorKind::Deadlock
                 | ErrorKind::ConnectionLost
                 | ErrorKind::Conflict
-        )
+        ) && self.txn_state() != TxnState::CommitUnknown
     }
 
     /// What the failure left in the caller's transaction.
@@ -282,8 +302,8 @@ impl Error {
             | Error::WouldBlock { txn_state, .. }
             | Error::LockTimeout { txn_state, .. }
             | Error::Deadlock { txn_state, .. }
+            | Error::ConnectionLost { txn_state, .. }
             | Error::Database { txn_state, .. } => *txn_state,
-            Error::ConnectionLost { .. } => TxnState::Lost,
             _ => TxnState::Unchanged,
         }
     }
@@ -330,12 +350,48 @@ impl Error {
         }
     }
 
+    /// A failed COMMIT (`txn.commit().await.map_err(Error::from_commit)`),
+    /// classified for what it means to the work:
+    ///
+    /// - the connection ended during it (the server crashed or was killed, a
+    ///   failover, the network; through TLS or not):
+    ///   [`Error::ConnectionLost`] with [`TxnState::CommitUnknown`], not
+    ///   retryable, as the commit may have taken effect;
+    /// - a cluster's certification rolled the transaction back (Group
+    ///   Replication's 3101, or 1180 with engine error 149; Galera's 1213):
+    ///   [`Error::Deadlock`] with [`TxnState::RolledBack`], retryable;
+    /// - anything else as `Error::from(DbErr)` types it.
+    ///
+    /// [`retry`](crate::retry) classifies a connection lost during its
+    /// commits this way.
+    pub fn from_commit(source: DbErr) -> Self {
+        if is_connection_lost(&source) {
+            return Error::ConnectionLost {
+                doing: "committing the transaction (whether it committed is unknown)".to_owned(),
+                txn_state: TxnState::CommitUnknown,
+                source,
+            };
+        }
+        match classify(&source) {
+            Some(Conflict::Deadlock) => Error::Deadlock {
+                what: "the transaction's commit".to_owned(),
+                txn_state: match server_family(&source) {
+                    Some(Family::MySql) => TxnState::RolledBack,
+                    _ => TxnState::Aborted,
+                },
+                source,
+            },
+            _ => Error::from_statement("committing the transaction", source),
+        }
+    }
+
     /// A failed statement that leaves the transaction in `state` (unless the
     /// connection is gone).
     pub(crate) fn database_in(doing: impl Into<String>, source: DbErr, state: TxnState) -> Self {
         if is_connection_lost(&source) {
             return Error::ConnectionLost {
                 doing: doing.into(),
+                txn_state: TxnState::Lost,
                 source,
             };
         }
@@ -368,5 +424,43 @@ impl Error {
             _ => {}
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use sea_orm::RuntimeErr;
+
+    use super::*;
+
+    fn driver(err: sea_orm::sqlx::Error) -> DbErr {
+        DbErr::Query(RuntimeErr::SqlxError(Arc::new(err)))
+    }
+
+    #[test]
+    fn a_connection_lost_during_commit_has_an_unknown_outcome_and_is_not_retried() {
+        // Plain EOF, and the end of a TLS stream (as sqlx reports a killed
+        // MySQL server under a TLS connection).
+        let eof = || std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        for lost in [
+            driver(sea_orm::sqlx::Error::Io(eof())),
+            driver(sea_orm::sqlx::Error::Tls(Box::new(eof()))),
+            DbErr::ConnectionAcquire(sea_orm::ConnAcquireErr::ConnectionClosed),
+        ] {
+            let err = Error::from_commit(lost);
+            assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
+            assert_eq!(err.txn_state(), TxnState::CommitUnknown, "{err}");
+            assert!(!err.is_retryable(), "{err}");
+            assert!(err.to_string().contains("committing"), "{err}");
+            // The same failure on any other statement: rolled back, retryable.
+            let err = Error::from(DbErr::from(err));
+            assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
+            assert_eq!(err.txn_state(), TxnState::Lost, "{err}");
+            assert!(err.is_retryable(), "{err}");
+        }
+        let other = Error::from_commit(DbErr::Custom("no server".to_owned()));
+        assert_eq!(other.kind(), ErrorKind::Database, "{other}");
     }
 }

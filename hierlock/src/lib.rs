@@ -70,7 +70,7 @@ with_a_backend! {
     pub use model::stripe::{MAX_STRIPES, SubtreeReads};
     pub use runtime::retry::{RetryPolicy, Retryable, retry};
     pub use model::target::{Access, Request, Target};
-    pub use backend::topology::Topology;
+    pub use backend::topology::{GroupMode, MemberRole, Topology};
 
     pub use __private::AsTransaction;
     pub use hierlock_macros::{hierlocked, protected};

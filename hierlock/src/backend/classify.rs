@@ -31,7 +31,10 @@ pub(crate) enum Conflict {
     Busy,
     /// A no-wait lock found a conflict (MySQL's own code for it).
     NoWait,
-    /// The server broke a deadlock by failing this transaction.
+    /// The server broke a deadlock by failing this transaction, or a
+    /// cluster's certification rolled it back at COMMIT (Galera, Group
+    /// Replication): the whole transaction is gone, and running it again
+    /// may succeed.
     Deadlock,
 }
 
@@ -45,6 +48,9 @@ pub(crate) enum Conflict {
 pub(crate) enum ServerCode<'a> {
     /// A MySQL or MariaDB error number.
     MySql(u16),
+    /// MySQL's ER_ERROR_DURING_COMMIT (1180, "Got error N … during COMMIT")
+    /// with the storage engine's error number N.
+    MySqlCommit(u16),
     /// A PostgreSQL SQLSTATE.
     Postgres(&'a str),
     /// An SQLite (extended) result code, as text.
@@ -58,8 +64,18 @@ pub(crate) fn classify_code(code: ServerCode<'_>) -> Option<Conflict> {
         ServerCode::MySql(1205) => Some(Conflict::Busy),
         // ER_LOCK_NOWAIT: MySQL 8+'s answer to NOWAIT.
         ServerCode::MySql(3572) => Some(Conflict::NoWait),
-        // ER_LOCK_DEADLOCK: InnoDB rolled the whole transaction back.
+        // ER_LOCK_DEADLOCK: InnoDB rolled the whole transaction back (also
+        // Galera's certification failure).
         ServerCode::MySql(1213) => Some(Conflict::Deadlock),
+        // ER_TRANSACTION_ROLLBACK_DURING_COMMIT: a plugin (Group Replication's
+        // certification, a multi-primary write conflict) rolled the
+        // transaction back at COMMIT.
+        ServerCode::MySql(3101) => Some(Conflict::Deadlock),
+        // ER_ERROR_DURING_COMMIT with HA_ERR_LOCK_DEADLOCK (149): InnoDB
+        // rolled the transaction back at COMMIT (Group Replication: a
+        // conflicting transaction of another member was applied first).
+        // Other engine errors at COMMIT (disk full…) are not conflicts.
+        ServerCode::MySqlCommit(149) => Some(Conflict::Deadlock),
         // lock_not_available: lock_timeout ran out, or NOWAIT found a conflict.
         ServerCode::Postgres("55P03") => Some(Conflict::Busy),
         // deadlock_detected: this transaction was the victim.
@@ -141,7 +157,10 @@ pub(crate) fn is_connection_lost(err: &DbErr) -> bool {
 fn server_code(db: &dyn sea_orm::sqlx::error::DatabaseError) -> Option<ServerCode<'_>> {
     #[cfg(feature = "mysql")]
     if let Some(mysql) = db.try_downcast_ref::<sea_orm::sqlx::mysql::MySqlDatabaseError>() {
-        return Some(ServerCode::MySql(mysql.number()));
+        return Some(match mysql.number() {
+            1180 => commit_engine_error(mysql.message()).map_or(ServerCode::MySql(1180), ServerCode::MySqlCommit),
+            number => ServerCode::MySql(number),
+        });
     }
     #[cfg(feature = "postgres")]
     if let Some(pg) = db.try_downcast_ref::<sea_orm::sqlx::postgres::PgDatabaseError>() {
@@ -151,6 +170,14 @@ fn server_code(db: &dyn sea_orm::sqlx::error::DatabaseError) -> Option<ServerCod
     None
 }
 
+/// The storage engine's error number in MySQL's ER_ERROR_DURING_COMMIT
+/// message, `Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT`.
+fn commit_engine_error(message: &str) -> Option<u16> {
+    let rest = message.strip_prefix("Got error ")?;
+    let digits = rest.split(|c: char| !c.is_ascii_digit()).next()?;
+    digits.parse().ok()
+}
+
 /// The server codes of a connection that is gone.
 fn is_lost_code(code: ServerCode<'_>) -> bool {
     match code {
@@ -158,6 +185,7 @@ fn is_lost_code(code: ServerCode<'_>) -> bool {
         // CR_SERVER_GONE_ERROR and CR_SERVER_LOST (as some proxies relay
         // them), MySQL's ER_CLIENT_INTERACTION_TIMEOUT.
         ServerCode::MySql(code) => matches!(code, 1053 | 1927 | 2006 | 2013 | 4031),
+        ServerCode::MySqlCommit(_) => false,
         // Class 08 (connection exception); admin_shutdown (57P01, also
         // `pg_terminate_backend`), crash_shutdown, cannot_connect_now.
         ServerCode::Postgres(code) => {
@@ -181,7 +209,7 @@ pub(crate) fn server_family(err: &DbErr) -> Option<Family> {
     // `server_code` knows the MySQL family and PostgreSQL: any other
     // server error is SQLite's.
     Some(match server_code(database_error(err)?) {
-        Some(ServerCode::MySql(_)) => Family::MySql,
+        Some(ServerCode::MySql(_) | ServerCode::MySqlCommit(_)) => Family::MySql,
         Some(ServerCode::Postgres(_)) => Family::Postgres,
         Some(ServerCode::Sqlite(_)) | None => Family::Sqlite,
     })
@@ -242,6 +270,10 @@ mod tests {
             (MySql(1205), Some(Busy)),
             (MySql(3572), Some(NoWait)),
             (MySql(1213), Some(Deadlock)),
+            (MySql(3101), Some(Deadlock)),
+            (MySqlCommit(149), Some(Deadlock)),
+            (MySqlCommit(28), None),
+            (MySql(1180), None),
             (MySql(1062), None),
             (Postgres("55P03"), Some(Busy)),
             (Postgres("40P01"), Some(Deadlock)),
@@ -253,6 +285,20 @@ mod tests {
         for (code, expected) in table {
             assert_eq!(classify_code(code), expected, "{code:?}");
         }
+    }
+
+    #[test]
+    fn the_engine_error_of_a_failed_commit_is_read_from_its_message() {
+        // As MySQL 9.7's Group Replication reports a local transaction that a
+        // remote one won against.
+        let message = "Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT";
+        assert_eq!(commit_engine_error(message), Some(149));
+        assert_eq!(
+            commit_engine_error("Got error 28 from storage engine during COMMIT"),
+            Some(28)
+        );
+        assert_eq!(commit_engine_error("Got error during COMMIT"), None);
+        assert_eq!(commit_engine_error("something else"), None);
     }
 
     #[test]

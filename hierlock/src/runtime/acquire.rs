@@ -91,7 +91,9 @@ impl Locker {
     /// - [`Error::ConfigMismatch`]: the table was provisioned for another key
     ///   scheme or bucket space.
     /// - [`Error::UnsafeTopology`]: a server on which locks would not exclude
-    ///   each other (a Galera node, unless opted in; a read-only server, a
+    ///   each other (a Galera node or a multi-primary Group Replication
+    ///   member, unless opted in; a Group Replication secondary or a member
+    ///   that is not ONLINE; a read-only server, a
     ///   replica, a hot standby).
     /// - [`Error::Database`]: the server could not be asked.
     pub async fn connect(db: &DatabaseConnection, config: Config) -> Result<Locker> {

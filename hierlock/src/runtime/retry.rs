@@ -69,11 +69,30 @@ impl RetryPolicy {
 pub trait Retryable {
     /// Whether a new attempt may succeed.
     fn is_retryable(&self) -> bool;
+
+    /// The error [`retry`] returns when the connection ended during COMMIT,
+    /// so that whether the transaction committed is unknown (it is not
+    /// retried). By default `Self::from(err)`; for [`hierlock::Error`](Error)
+    /// it is [`Error::from_commit`]'s [`ErrorKind::ConnectionLost`] with
+    /// [`TxnState::CommitUnknown`], which is not retryable.
+    ///
+    /// [`ErrorKind::ConnectionLost`]: crate::ErrorKind::ConnectionLost
+    /// [`TxnState::CommitUnknown`]: crate::TxnState::CommitUnknown
+    fn from_lost_commit(err: DbErr) -> Self
+    where
+        Self: From<DbErr> + Sized,
+    {
+        Self::from(err)
+    }
 }
 
 impl Retryable for Error {
     fn is_retryable(&self) -> bool {
         Error::is_retryable(self)
+    }
+
+    fn from_lost_commit(err: DbErr) -> Self {
+        Error::from_commit(err)
     }
 }
 
@@ -114,9 +133,13 @@ impl Retryable for DbErr {
 ///
 /// # Errors
 /// The work's error when it is not retryable or the last attempt failed;
-/// `E::from(DbErr)` when the transaction cannot begin or commit. A
-/// connection lost *during* the commit is not retried: whether the commit
-/// took effect is unknown (make the work idempotent to retry it yourself).
+/// `E::from(DbErr)` when the transaction cannot begin or commit. A commit
+/// that a cluster's certification rolled back (Group Replication's 3101, or
+/// 1180 with engine error 149) is retried like a deadlock. A connection lost
+/// *during* the commit is not retried: whether the commit took effect is
+/// unknown ([`Retryable::from_lost_commit`]; for `hierlock::Error`,
+/// [`TxnState::CommitUnknown`](crate::TxnState::CommitUnknown)); make the
+/// work idempotent to retry it yourself.
 pub async fn retry<T, E, F>(
     db: &DatabaseConnection,
     policy: &RetryPolicy,
@@ -130,7 +153,7 @@ where
     loop {
         let failure: E = match run_once(db, &mut work).await {
             Ok(value) => return Ok(value),
-            Err(Attempt::Commit(err)) => return Err(E::from(err)),
+            Err(Attempt::Commit(err)) => return Err(E::from_lost_commit(err)),
             Err(Attempt::Failed(err)) => err,
         };
         if !failure.is_retryable() || attempt >= policy.max_attempts {

@@ -124,6 +124,10 @@ struct Target {
     /// Accept a Galera node (every lock-taking transaction on one node).
     #[arg(long)]
     galera_single_writer: bool,
+    /// Accept a member of a multi-primary MySQL Group Replication group
+    /// (every lock-taking transaction on one member).
+    #[arg(long)]
+    group_replication_single_writer: bool,
     /// Subtree reads: this many stripe rows per user and per account (the
     /// table gets two more levels of --bucket-space rows each). Every service
     /// must configure the same (`Config::with_subtree_reads`).
@@ -150,6 +154,9 @@ impl Target {
         }
         if self.galera_single_writer {
             config = config.with_galera_single_writer();
+        }
+        if self.group_replication_single_writer {
+            config = config.with_group_replication_single_writer();
         }
         if let Some(stripes) = self.subtree_reads {
             let layout = SubtreeReads::striped(stripes)
