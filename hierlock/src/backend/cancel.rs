@@ -24,6 +24,16 @@
 //!
 //! The interrupted statement fails (MySQL 1317, PostgreSQL 57014); the
 //! transaction is left as after a lock timeout.
+//!
+//! A *dropped* acquisition ends its whole session instead (`KILL
+//! CONNECTION`, `pg_terminate_backend`), with the same check that it still
+//! runs a lock statement: the driver's connection was left mid-statement by
+//! the dropped future, and sqlx could not always bring such a connection
+//! back to its pool after the statement was interrupted (measured: the pool
+//! of one connection stuck past its acquire timeout on MySQL 9 and
+//! PostgreSQL). A closed connection is dropped by the pool at once, which
+//! then opens a new one; the transaction it held is rolled back by the
+//! server.
 
 use std::time::Duration;
 
@@ -78,6 +88,19 @@ impl Canceller {
         }
     }
 
+    /// Open the side connection, in the background, if it is not open: an
+    /// acquisition is about to wait, and a cancellation should not have to
+    /// connect first (a new connection costs 50–100 ms with TLS).
+    pub(crate) fn warm(&self) {
+        match self {
+            Canceller::None => {}
+            #[cfg(feature = "mysql")]
+            Canceller::MySql { pool, .. } => warm(pool),
+            #[cfg(feature = "postgres")]
+            Canceller::Postgres(pool) => warm(pool),
+        }
+    }
+
     /// The statement that reads the server-side id of the connection it runs on.
     pub(crate) fn connection_id_statement(&self) -> Option<Statement> {
         match self {
@@ -96,10 +119,11 @@ impl Canceller {
     }
 
     /// Interrupt the hierlock lock statement connection `id` is running, if
-    /// any. Failures are logged: the statement then ends with the server's
-    /// own lock-wait timeout.
-    pub(crate) async fn cancel(&self, id: i64) {
-        let outcome = tokio::time::timeout(CANCEL_TIMEOUT, self.try_cancel(id)).await;
+    /// any (`End::Statement`), or end the connection (`End::Session`).
+    /// Failures are logged: the statement then ends with the server's own
+    /// lock-wait timeout.
+    pub(crate) async fn cancel(&self, id: i64, end: End) {
+        let outcome = tokio::time::timeout(CANCEL_TIMEOUT, self.try_cancel(id, end)).await;
         match outcome {
             Ok(Ok(())) => tracing::debug!(connection = id, "hierlock cancelled a lock wait"),
             Ok(Err(error)) => {
@@ -112,10 +136,10 @@ impl Canceller {
         }
     }
 
-    async fn try_cancel(&self, id: i64) -> Result<(), sea_orm::sqlx::Error> {
+    async fn try_cancel(&self, id: i64, end: End) -> Result<(), sea_orm::sqlx::Error> {
         #[cfg(any(feature = "mysql", feature = "postgres"))]
         use sea_orm::sqlx;
-        let _ = id;
+        let _ = (id, end);
         match self {
             Canceller::None => Ok(()),
             #[cfg(feature = "mysql")]
@@ -132,10 +156,10 @@ impl Canceller {
                 .fetch_optional(pool)
                 .await?;
                 if let Some(running) = running {
-                    let kill = if *mariadb {
-                        format!("KILL QUERY ID {running}")
-                    } else {
-                        format!("KILL QUERY {id}")
+                    let kill = match (end, *mariadb) {
+                        (End::Session, _) => format!("KILL CONNECTION {id}"),
+                        (End::Statement, true) => format!("KILL QUERY ID {running}"),
+                        (End::Statement, false) => format!("KILL QUERY {id}"),
                     };
                     sqlx::raw_sql(sqlx::AssertSqlSafe(kill))
                         .execute(pool)
@@ -148,8 +172,12 @@ impl Canceller {
                 // A simple query (no prepared statement), so that it also
                 // runs through pgbouncer's transaction pooling; `id` is the
                 // integer the server gave.
+                let function = match end {
+                    End::Statement => "pg_cancel_backend",
+                    End::Session => "pg_terminate_backend",
+                };
                 sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
+                    "SELECT {function}(pid) FROM pg_stat_activity \
                      WHERE pid = {id} AND state = 'active' \
                      AND (query LIKE '%pg_advisory_xact_lock%' OR query LIKE '%locked_bucket%')"
                 )))
@@ -160,14 +188,37 @@ impl Canceller {
         }
     }
 
-    /// Cancel connection `id`'s lock statement if the guard is dropped
-    /// before [`CancelOnDrop::disarm`].
+    /// End connection `id`, if it still runs its lock statement, when the
+    /// guard is dropped before [`CancelOnDrop::disarm`].
     pub(crate) fn arm(&self, id: i64) -> CancelOnDrop {
         CancelOnDrop {
             canceller: Some(self.clone()),
             id,
         }
     }
+}
+
+/// Open one connection of `pool` in the background unless it has one.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+fn warm<DB: sea_orm::sqlx::Database>(pool: &sea_orm::sqlx::Pool<DB>) {
+    if pool.size() > 0 {
+        return;
+    }
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let pool = pool.clone();
+        // Dropping the connection puts it in the pool, idle.
+        runtime.spawn(async move { drop(pool.acquire().await) });
+    }
+}
+
+/// What a cancellation ends.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum End {
+    /// The lock statement: the acquisition gave up at its deadline and
+    /// reads the statement's answer itself; the transaction stays usable.
+    Statement,
+    /// The connection: the acquisition's future was dropped mid-statement.
+    Session,
 }
 
 /// One side connection, opened on first use, closed when idle.
@@ -193,10 +244,10 @@ impl CancelOnDrop {
         self.canceller = None;
     }
 
-    /// Cancel now, and wait until the server was asked.
+    /// Cancel the statement now, and wait until the server was asked.
     pub(crate) async fn cancel_now(mut self) {
         if let Some(canceller) = self.canceller.take() {
-            canceller.cancel(self.id).await;
+            canceller.cancel(self.id, End::Statement).await;
         }
     }
 }
@@ -209,7 +260,7 @@ impl Drop for CancelOnDrop {
         let id = self.id;
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn(async move { canceller.cancel(id).await });
+                runtime.spawn(async move { canceller.cancel(id, End::Session).await });
             }
             Err(_) => tracing::warn!(
                 connection = id,

@@ -632,6 +632,7 @@ impl<C: ConnectionTrait> Run<'_, C> {
         let Some(stmt) = canceller.connection_id_statement() else {
             return Ok(());
         };
+        canceller.warm();
         let doing = || format!("acquiring {}", self.what());
         let row = self
             .conn

@@ -48,20 +48,13 @@ pub async fn a_dropped_acquisition_ends_its_server_side_wait(backend: Backend) {
     )
     .await
     .expect("the dropped acquisition did not take the lock later");
-    // The waiter's connection is not stuck: its transaction ends at once.
-    // Its next statement reads the interrupted one's error (MySQL 1317,
-    // PostgreSQL 57014); the rollback then still happens, as the connection
-    // goes back to the pool.
+    // The waiter's connection was ended with its wait (the driver's
+    // connection was left mid-statement): its transaction is gone, and the
+    // rollback either finds nothing to do or reports the lost connection.
     let rollback = bounded("the waiter's rollback", waiter.rollback()).await;
     if let Err(e) = rollback {
-        let interrupted = e.to_string();
-        assert!(
-            interrupted.contains("1317")
-                || interrupted.contains("57014")
-                || interrupted.contains("interrupted")
-                || interrupted.contains("cancel"),
-            "{interrupted}"
-        );
+        let kind = hierlock::Error::from(e).kind();
+        assert_eq!(kind, ErrorKind::ConnectionLost, "the waiter's rollback");
     }
     // And the pool hands out working connections.
     let after = fx.begin().await;
@@ -394,14 +387,29 @@ async fn exec(conn: &impl ConnectionTrait, sql: &str) -> Result<(), DbErr> {
 
 /// A request dropped while its acquisition waits (a request timeout: the
 /// acquisition and its transaction go together) gives its pool's only
-/// connection back: within 100 ms the pool hands out a working connection,
-/// every time.
+/// connection back: the connection is closed, and within 100 ms past the
+/// cost of a new connection the pool hands out a working one, every time.
 pub async fn a_dropped_request_gives_its_connection_back(backend: Backend) {
     const REPS: usize = 20;
     let fx = Fixture::new(backend, "droppool", 1000).await;
     let r = Target::resource("u1", "a1", "r1").write();
     let holder = holding(&fx, std::slice::from_ref(&r)).await;
     let pool = fx.another_pool(1).await;
+    // The dropped request's connection is closed: the pool opens a new one,
+    // so the bound is 100 ms past what a new connection costs here (TLS and
+    // authentication: ~50 ms to MySQL 9, ~100 ms to PostgreSQL on the
+    // project's machine).
+    let mut connect = Duration::MAX;
+    for _ in 0..3 {
+        let from = Instant::now();
+        let fresh = fx.another_pool(1).await;
+        let txn = fresh.begin().await.expect("begin");
+        txn.execute_unprepared("SELECT 1")
+            .await
+            .expect("a new connection");
+        connect = connect.min(from.elapsed());
+    }
+    let bound = connect + Duration::from_millis(100);
     let mut slowest = Duration::ZERO;
     for rep in 0..REPS {
         let (id_tx, id_rx) = tokio::sync::oneshot::channel();
@@ -417,22 +425,33 @@ pub async fn a_dropped_request_gives_its_connection_back(backend: Backend) {
             () = async {
                 let id = id_rx.await.expect("the connection's id");
                 fx.wait_until_blocked(id).await;
+                // A request timeout ends a wait of some length (the side
+                // connection that cancels is opened as the wait begins).
+                tokio::time::sleep(Duration::from_millis(150)).await;
             } => {}
         }
         let dropped = Instant::now();
         let txn = tokio::time::timeout(Duration::from_secs(5), pool.begin())
             .await
-            .unwrap_or_else(|_| panic!("{backend:?}, rep {rep}: the pool is stuck 5 s after a drop"))
+            .unwrap_or_else(|_| {
+                panic!("{backend:?}, rep {rep}: the pool is stuck 5 s after a drop")
+            })
             .expect("begin after the drop");
-        txn.execute_unprepared("SELECT 1").await.expect("a usable connection");
+        txn.execute_unprepared("SELECT 1")
+            .await
+            .expect("a usable connection");
         let back = dropped.elapsed();
         txn.rollback().await.expect("rollback");
         slowest = slowest.max(back);
         assert!(
-            back < Duration::from_millis(100),
-            "{backend:?}, rep {rep}: the pool gave a connection back {back:?} after the drop"
+            back < bound,
+            "{backend:?}, rep {rep}: the pool gave a connection back {back:?} after the drop \
+             (a new connection costs {connect:?})"
         );
     }
-    eprintln!("{backend:?}: connection back at most {slowest:?} after a drop, {REPS} reps");
+    eprintln!(
+        "{backend:?}: a connection back at most {slowest:?} after a drop, {REPS} reps \
+         (a new connection: {connect:?})"
+    );
     holder.rollback().await.expect("rollback");
 }

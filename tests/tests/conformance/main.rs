@@ -70,6 +70,7 @@ macro_rules! common_tests {
             typed_coverage::integer_ids_are_covered_by_the_nodes_their_text_names,
             typed_coverage::uuid_ids_are_covered_by_their_hyphenated_text,
             typed_coverage::text_ids_are_compared_byte_for_byte,
+            typed_coverage::text_keys_are_compared_byte_for_byte,
             typed_coverage::a_stale_model_and_a_proof_of_many_nodes_are_checked,
             write_failures::versioned_increments_through_retry_all_land,
             versions::versioned_updates_increment_and_stale_ones_conflict,

@@ -75,6 +75,25 @@ pub mod texted {
     pub enum Relation {}
 }
 
+/// Rows whose own ID, the primary key, is text.
+#[hierlock::protected(level = resource, user = user_id, account = account_id, resource = id)]
+pub mod keyed {
+    use hierlock::sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "hlt_keyed")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: String,
+        pub user_id: String,
+        pub account_id: String,
+        pub balance: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+}
+
 /// Two tests share a table, and PostgreSQL's two backends a server: they
 /// take turns.
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -456,4 +475,66 @@ pub async fn a_stale_model_and_a_proof_of_many_nodes_are_checked(backend: Backen
     expected.extend((3..=40).map(|id| (id, id * 10 + 1)));
     expected.extend([(42, 420), (43, 430), (44, 440), (45, 450)]);
     assert_eq!(balances(&fx, "hlt_texted").await, expected);
+}
+
+/// A text primary key: SeaORM's `WHERE id = 'r1'` matches a row `R1` in
+/// MySQL's default collation, but a lock on resource `r1` does not cover
+/// resource `R1`.
+pub async fn text_keys_are_compared_byte_for_byte(backend: Backend) {
+    use keyed as t;
+    let _turn = turn(backend).await;
+    let fx = Fixture::new(backend, "hlt_keyed", 1000).await;
+    table(
+        &fx,
+        "hlt_keyed",
+        "id VARCHAR(16) NOT NULL PRIMARY KEY, user_id VARCHAR(16) NOT NULL, \
+         account_id VARCHAR(16) NOT NULL, balance BIGINT NOT NULL",
+        &["('R1', 'u1', 'a1', 10)".to_owned()],
+    )
+    .await;
+    let txn = fx.begin().await;
+    let r1 = ["r1".to_owned()];
+    as_resources(&fx.locker, &txn, "u1", "a1", &r1, async |lock| {
+        let stale = t::ActiveModel {
+            id: Unchanged("r1".to_owned()),
+            user_id: Unchanged("u1".to_owned()),
+            account_id: Unchanged("a1".to_owned()),
+            balance: Set(0),
+        };
+        // Where `id = 'r1'` finds `R1` (MySQL's collation) the proof does not
+        // cover it; elsewhere there is no row `r1`. Either way nothing is
+        // written.
+        let case_blind = matches!(backend, Backend::MariaDb | Backend::MySql);
+        let updated = t::Entity::update(stale).exec(lock).await;
+        let deleted = t::Entity::delete_by_id("r1".to_owned()).exec(lock).await;
+        if case_blind {
+            assert_not_covered(updated, "update of R1 under a lock on r1");
+            assert_not_covered(deleted, "delete of R1 under a lock on r1");
+        } else {
+            let missing = updated.expect_err("no row r1");
+            assert_eq!(missing.kind(), ErrorKind::Database, "{missing}");
+            assert_eq!(deleted.expect("no row r1 to delete"), 0);
+        }
+    })
+    .await
+    .expect("locks");
+    txn.commit().await.expect("commit");
+    let rows = fx
+        .db
+        .query_all_raw(Statement::from_string(
+            fx.db.get_database_backend(),
+            "SELECT id, balance FROM hlt_keyed",
+        ))
+        .await
+        .expect("read back");
+    let rows: Vec<(String, i64)> = rows
+        .iter()
+        .map(|row| {
+            (
+                row.try_get("", "id").expect("id"),
+                row.try_get("", "balance").expect("balance"),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [("R1".to_owned(), 10)]);
 }

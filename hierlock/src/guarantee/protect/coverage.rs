@@ -25,7 +25,10 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use sea_orm::sea_query::{Expr, ExprTrait as _};
-use sea_orm::{ActiveModelTrait, ActiveValue, Condition, ConnectionTrait, DbBackend, Value};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue, Condition, ConnectionTrait, DbBackend,
+    PrimaryKeyToColumn, Value,
+};
 
 use super::{Proof, Protect, id_columns};
 use crate::model::id::FromLockId;
@@ -196,7 +199,12 @@ pub(super) fn row<E: Protect>(lock: Proof<'_>, model: &E::ActiveModel) -> Option
     for (column, text) in columns.iter().zip(&texts) {
         match (model.get(*column), text) {
             (ActiveValue::Unchanged(value), Some(text)) => {
-                pins = pins.add(id_equals::<E>(backend, *column, value));
+                // A key column is pinned by the write's own `WHERE <pk>`,
+                // exactly unless it is text (which that compares in the
+                // column's collation).
+                if E::PrimaryKey::from_column(*column).is_none() || is_text(&value) {
+                    pins = pins.add(id_equals::<E>(backend, *column, value));
+                }
                 before.push(Id::Known(text));
                 after.push(Id::Known(text));
             }
@@ -297,11 +305,15 @@ fn any_of<E: Protect>(
     Ok(matches_any.then_some(any))
 }
 
+fn is_text(value: &Value) -> bool {
+    matches!(value, Value::String(_) | Value::Char(_))
+}
+
 /// `column = value`, text compared byte for byte: the lock of `u1` does not
 /// cover a row of `U1`, whatever the column's collation says.
 pub(super) fn id_equals<E: Protect>(backend: DbBackend, column: E::Column, value: Value) -> Expr {
     let stored = Expr::col((E::default(), column));
-    if !matches!(value, Value::String(_) | Value::Char(_)) {
+    if !is_text(&value) {
         return stored.eq(value);
     }
     // sea-query's placeholders: numbered on PostgreSQL, `?` in order on the

@@ -11,7 +11,7 @@ use sea_orm::{
 use super::version::{Versioned, check_version, version_column, why_unwritten};
 use super::{
     Proof, Protect, WriteFuture, WriteProof, check_stored, coverage, failed, load_for_write,
-    primary_key_condition, returned_rows, returning, table,
+    primary_key_condition, returned_row, returning, table,
 };
 use crate::error::{Error, Result};
 
@@ -134,8 +134,7 @@ where
             {
                 let mut statement = E::delete_many().filter(condition).into_query();
                 statement.returning(returning::<E>(txn.get_database_backend()));
-                let mut rows = returned_rows::<E>(&statement, txn, &doing::<E>()).await?;
-                if let Some(row) = rows.pop() {
+                if let Some(row) = returned_row::<E>(&statement, txn, &doing::<E>()).await? {
                     return Ok(Some(row));
                 }
             }

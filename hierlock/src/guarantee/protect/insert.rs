@@ -4,8 +4,8 @@ use sea_orm::{ConnectionTrait, DbErr, EntityTrait, QueryTrait};
 
 use super::upsert::{Conflict, ProtectedUpsert};
 use super::{
-    Proof, Protect, WriteFuture, WriteProof, check_new, failed, read_back, returned_rows,
-    returning, table,
+    Proof, Protect, WriteFuture, WriteProof, check_new, failed, read_back, returned_row,
+    returned_rows, returning, table,
 };
 use crate::error::Error;
 
@@ -86,9 +86,8 @@ where
             if txn.support_returning() {
                 let mut statement = E::insert(self.model).into_query();
                 statement.returning(returning::<E>(txn.get_database_backend()));
-                let mut rows = returned_rows::<E>(&statement, txn, &doing()).await?;
-                return rows
-                    .pop()
+                return returned_row::<E>(&statement, txn, &doing())
+                    .await?
                     .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted));
             }
             let key = E::insert(self.model)

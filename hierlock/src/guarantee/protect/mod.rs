@@ -373,9 +373,22 @@ async fn returned_rows<E: EntityTrait>(
     doing: &str,
 ) -> Result<Vec<E::Model>> {
     let statement = txn.get_database_backend().build(statement);
-    E::find()
-        .from_raw_sql(statement)
+    <E::Model as sea_orm::FromQueryResult>::find_by_statement(statement)
         .all(txn)
+        .await
+        .map_err(|e| failed(doing, e))
+}
+
+/// Run `statement`, a write of at most one row ending in `RETURNING`, on
+/// `txn`: the row it wrote, if any.
+async fn returned_row<E: EntityTrait>(
+    statement: &impl sea_orm::StatementBuilder,
+    txn: &sea_orm::DatabaseTransaction,
+    doing: &str,
+) -> Result<Option<E::Model>> {
+    let statement = txn.get_database_backend().build(statement);
+    <E::Model as sea_orm::FromQueryResult>::find_by_statement(statement)
+        .one(txn)
         .await
         .map_err(|e| failed(doing, e))
 }

@@ -12,7 +12,7 @@ use super::version::{
 };
 use super::{
     Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_moved, check_stored, coverage,
-    failed, load_for_write, primary_key_condition, read_back, returned_rows, returning, table,
+    failed, load_for_write, primary_key_condition, read_back, returned_row, returning, table,
 };
 use crate::error::{Error, Result};
 
@@ -76,11 +76,12 @@ where
     {
         let lock = Proof::of(lock);
         Box::pin(async move {
-            let reread = by_primary_key::<E>(&self.model, "update")?;
+            let key = primary_key_condition::<E>(&self.model, "update")?;
             let returning = lock.txn().support_returning();
             match self.run(lock, returning).await? {
                 Written::Row(row) => Ok(row),
                 Written::Count(_) => {
+                    let reread = E::find().filter(key);
                     read_back(reread, lock.txn(), &doing::<E>(), DbErr::RecordNotUpdated).await
                 }
             }
@@ -131,7 +132,6 @@ where
         Box::pin(async move {
             let expected = required_version::<E>(&self.model, "update")?;
             refuse_move::<E>(&self.model, "update")?;
-            let reread = by_primary_key::<E>(&self.model, "update")?;
             let primary_key = primary_key_condition::<E>(&self.model, "update")?;
             let statement = statement::<E>(self.model, Some(expected), Condition::all())?;
             if txn.support_returning() {
@@ -139,6 +139,7 @@ where
                     return Ok(row);
                 }
             } else if execute::<E>(&statement, txn).await? > 0 {
+                let reread = E::find().filter(primary_key);
                 return read_back(reread, txn, &doing::<E>(), DbErr::RecordNotUpdated).await;
             }
             why_unwritten::<E>(primary_key, expected, txn, "update").await?;
@@ -250,8 +251,7 @@ async fn returning_one<E: Protect>(
     txn: &DatabaseTransaction,
 ) -> Result<Option<E::Model>> {
     statement.returning(returning::<E>(txn.get_database_backend()));
-    let mut rows = returned_rows::<E>(&statement, txn, &doing::<E>()).await?;
-    Ok(rows.pop())
+    returned_row::<E>(&statement, txn, &doing::<E>()).await
 }
 
 /// The `UPDATE` of one row after its check; on a versioned entity

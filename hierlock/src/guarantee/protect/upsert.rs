@@ -11,7 +11,7 @@ use super::coverage::id_equals;
 use super::version::{increment, version_column, written_by_hierlock};
 use super::{
     Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_moved, check_new, check_stored,
-    failed, id_columns, load_for_write, read_back, returned_rows, returning, table,
+    failed, id_columns, load_for_write, read_back, returned_row, returning, table,
 };
 use crate::error::{Error, Result};
 
@@ -275,8 +275,8 @@ async fn execute<E: Protect>(
 ) -> Result<Option<Upserted<E::Model>>> {
     if with_row {
         statement.returning(returning::<E>(txn.get_database_backend()));
-        let mut rows = returned_rows::<E>(&statement, txn, &doing::<E>()).await?;
-        return Ok(rows.pop().map(Upserted::Row));
+        let row = returned_row::<E>(&statement, txn, &doing::<E>()).await?;
+        return Ok(row.map(Upserted::Row));
     }
     let done = txn
         .execute(&statement)
