@@ -172,6 +172,7 @@ fn server_code(db: &dyn sea_orm::sqlx::error::DatabaseError) -> Option<ServerCod
 
 /// The storage engine's error number in MySQL's ER_ERROR_DURING_COMMIT
 /// message, `Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT`.
+#[cfg(any(feature = "mysql", test))]
 fn commit_engine_error(message: &str) -> Option<u16> {
     let rest = message.strip_prefix("Got error ")?;
     let digits = rest.split(|c: char| !c.is_ascii_digit()).next()?;
