@@ -161,3 +161,39 @@ async fn servers_without_group_replication_are_single() {
         assert_eq!(fixture.locker.topology(), Topology::Single, "{backend:?}");
     }
 }
+
+/// What `hierlock verify` and `hierlock status` print: the group, its mode,
+/// its members and this member's role, on the primary; a secondary is
+/// refused by both, as by `Locker::connect`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_and_status_report_the_group() {
+    let _group = group::exclusive().await;
+    let config = group::config("report");
+    group::provision(&config, &[2, 3]).await;
+    let primary = Member::connect(1).await;
+    let expected = "topology: a MySQL Group Replication group (single-primary, 3 ONLINE member(s)), \
+                    this member PRIMARY";
+    let verification = hierlock_migration::verify(&primary.db, &config)
+        .await
+        .expect("verify on the primary");
+    assert!(
+        verification.to_string().contains(expected),
+        "{verification}"
+    );
+    let status = hierlock_migration::status(&primary.db, &config)
+        .await
+        .expect("status on the primary");
+    assert!(status.to_string().contains(expected), "{status}");
+    let secondary = Member::connect(2).await;
+    for outcome in [
+        hierlock_migration::verify(&secondary.db, &config)
+            .await
+            .map(|v| v.to_string()),
+        hierlock_migration::status(&secondary.db, &config)
+            .await
+            .map(|s| s.to_string()),
+    ] {
+        let err = outcome.expect_err("a secondary is refused");
+        assert_eq!(err.kind(), ErrorKind::UnsafeTopology, "{err}");
+    }
+}
