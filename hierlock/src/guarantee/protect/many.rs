@@ -325,11 +325,12 @@ async fn check_in_statement<E: Protect>(
     coverage: Coverage,
     action: &'static str,
 ) -> Result<Checked<E::Model>> {
-    let covered = match coverage {
+    // `Some(condition)` where the rows' coverage depends on their columns.
+    let (covered, always) = match coverage {
         Coverage::Unsayable => return Ok(Checked::ReadFirst),
-        Coverage::Always => Some(Condition::all()),
-        Coverage::Never => None,
-        Coverage::Where(covered) => Some(covered),
+        Coverage::Always => (None, true),
+        Coverage::Never => (None, false),
+        Coverage::Where(covered) => (Some(covered), false),
     };
     let mut probe = E::find().filter(filter.clone()).limit(1).lock_exclusive();
     if let Some(covered) = &covered {
@@ -350,6 +351,9 @@ async fn check_in_statement<E: Protect>(
         return Ok(Checked::Covered(None));
     };
     let row = E::Model::from_query_result(&first, "").map_err(|e| failed(&doing(), e))?;
+    if always {
+        return Ok(Checked::Covered(Some(Condition::all())));
+    }
     let inside = covered.is_some()
         && first
             .try_get::<i64>("", COVERED)
