@@ -6,6 +6,7 @@ use std::time::Duration;
 use hierlock::{Config, Locker};
 use hierlock_migration::Provision;
 use hierlock_tests::bounded;
+use hierlock_tests::cluster::{self, Exclusive};
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
     Statement, TransactionTrait,
@@ -16,52 +17,15 @@ const BUCKET_SPACE: u32 = 64;
 
 /// The nodes' URLs, in `galera.sh` order (node 1 first).
 pub fn urls() -> Vec<String> {
-    let urls = std::env::var("HIERLOCK_GALERA_URLS").unwrap_or_else(|_| {
-        "mysql://root@127.0.0.1:3320/test,mysql://root@127.0.0.1:3321/test,\
-         mysql://root@127.0.0.1:3322/test"
-            .to_owned()
-    });
-    let urls: Vec<String> = urls.split(',').map(|u| u.trim().to_owned()).collect();
-    assert_eq!(
-        urls.len(),
-        3,
-        "HIERLOCK_GALERA_URLS must name the 3 nodes: {urls:?}"
-    );
-    urls
+    cluster::urls("HIERLOCK_GALERA_URLS", [3320, 3321, 3322], "nodes")
 }
 
 /// Tests run one at a time: the failover test takes a node away.
 static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// A loopback port held while a test uses the cluster: the lock between
-/// processes (two `cargo test` runs at once), released by the OS even when a
-/// run is killed.
-const CROSS_PROCESS_LOCK: &str = "127.0.0.1:4599";
-
-/// The cluster, to one test at a time in this process and across processes.
-pub struct Exclusive {
-    _port: std::net::TcpListener,
-    _turn: tokio::sync::MutexGuard<'static, ()>,
-}
-
-/// Hold while a test uses the cluster (waits at most 5 minutes for another
-/// process's run to finish).
+/// Hold while a test uses the cluster.
 pub async fn exclusive() -> Exclusive {
-    let turn = CLUSTER.lock().await;
-    let port = tokio::time::timeout(Duration::from_secs(300), async {
-        loop {
-            match std::net::TcpListener::bind(CROSS_PROCESS_LOCK) {
-                Ok(port) => return port,
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{CROSS_PROCESS_LOCK} stayed taken for 5 minutes"));
-    Exclusive {
-        _port: port,
-        _turn: turn,
-    }
+    cluster::exclusive(&CLUSTER, "127.0.0.1:4599").await
 }
 
 /// A pool on one node (1-based, as `galera.sh` numbers them).

@@ -6,6 +6,7 @@ use std::time::Duration;
 use hierlock::{Config, Locker};
 use hierlock_migration::Provision;
 use hierlock_tests::bounded;
+use hierlock_tests::cluster::{self, Exclusive};
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
     Statement, TransactionTrait,
@@ -16,51 +17,15 @@ const BUCKET_SPACE: u32 = 64;
 
 /// The members' URLs, in `group-replication.sh` order (member 1 first).
 pub fn urls() -> Vec<String> {
-    let urls = std::env::var("HIERLOCK_GROUP_URLS").unwrap_or_else(|_| {
-        "mysql://root@127.0.0.1:3330/test,mysql://root@127.0.0.1:3331/test,\
-         mysql://root@127.0.0.1:3332/test"
-            .to_owned()
-    });
-    let urls: Vec<String> = urls.split(',').map(|u| u.trim().to_owned()).collect();
-    assert_eq!(
-        urls.len(),
-        3,
-        "HIERLOCK_GROUP_URLS must name the 3 members: {urls:?}"
-    );
-    urls
+    cluster::urls("HIERLOCK_GROUP_URLS", [3330, 3331, 3332], "members")
 }
 
 /// Tests run one at a time: they switch modes and kill the primary.
 static GROUP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// A loopback port held while a test uses the group: the lock between
-/// processes, released by the OS even when a run is killed.
-const CROSS_PROCESS_LOCK: &str = "127.0.0.1:4598";
-
-/// The group, to one test at a time in this process and across processes.
-pub struct Exclusive {
-    _port: std::net::TcpListener,
-    _turn: tokio::sync::MutexGuard<'static, ()>,
-}
-
-/// Hold while a test uses the group (waits at most 5 minutes for another
-/// process's run to finish).
+/// Hold while a test uses the group.
 pub async fn exclusive() -> Exclusive {
-    let turn = GROUP.lock().await;
-    let port = tokio::time::timeout(Duration::from_secs(300), async {
-        loop {
-            match std::net::TcpListener::bind(CROSS_PROCESS_LOCK) {
-                Ok(port) => return port,
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{CROSS_PROCESS_LOCK} stayed taken for 5 minutes"));
-    Exclusive {
-        _port: port,
-        _turn: turn,
-    }
+    cluster::exclusive(&GROUP, "127.0.0.1:4598").await
 }
 
 /// A pool on one member (1-based, as `group-replication.sh` numbers them).
