@@ -4,14 +4,15 @@
 use sea_orm::sea_query::{Expr, ExprTrait as _, InsertStatement, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
-    IdenStatic, Iterable, PrimaryKeyToColumn, QueryTrait,
+    IdenStatic, Iterable, PrimaryKeyToColumn, QueryFilter, QueryTrait,
 };
 
 use super::coverage::id_equals;
 use super::version::{increment, version_column, written_by_hierlock};
 use super::{
     Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_moved, check_new, check_stored,
-    failed, id_columns, load_for_write, read_back, returned_row, returning, table,
+    failed, id_columns, load_for_write, primary_key_condition, read_back, returned_row, returning,
+    table,
 };
 use crate::error::{Error, Result};
 
@@ -97,11 +98,13 @@ where
     {
         let lock = Proof::of(lock);
         Box::pin(async move {
-            let reread = by_primary_key::<E>(&self.model, "upsert")?;
+            // The key only: the read it names is built where it is needed.
+            let key = primary_key_condition::<E>(&self.model, "upsert")?;
             let with_row = lock.txn().support_returning();
             if let Upserted::Row(row) = self.run(lock, with_row).await? {
                 return Ok(row);
             }
+            let reread = E::find().filter(key);
             read_back(reread, lock.txn(), &doing::<E>(), DbErr::RecordNotInserted).await
         })
     }
