@@ -55,7 +55,7 @@ pub struct Verification {
 
 impl fmt::Display for Verification {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "server:   {:?}", self.dialect)?;
+        writeln!(f, "server:   {}", self.dialect)?;
         writeln!(f, "topology: {}", self.topology)?;
         writeln!(f, "locks:    {}", self.store)?;
         match &self.rows_per_level {
@@ -185,7 +185,7 @@ pub struct Status {
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "server:   {:?} ({})", self.dialect, self.version)?;
+        writeln!(f, "server:   {} ({})", self.dialect, self.version)?;
         writeln!(f, "topology: {}", self.topology)?;
         writeln!(f, "locks:    {}", self.store)?;
         if let Some(bytes) = self.table_bytes {

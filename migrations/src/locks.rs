@@ -557,7 +557,7 @@ fn read<T: hierlock::sea_orm::TryGetable>(row: &QueryResult, column: &str) -> hi
 impl fmt::Display for LiveLocks {
     /// An aligned table of the locks, then the hottest keys.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "server:   {:?}", self.dialect)?;
+        writeln!(f, "server:   {}", self.dialect)?;
         match self.keyspace {
             Keyspace::Buckets { scheme, space } => writeln!(
                 f,

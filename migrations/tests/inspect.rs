@@ -213,6 +213,98 @@ async fn the_command_line_verifies_and_reports() {
     }
 }
 
+/// `status` and `verify` on a database whose bucket table was never
+/// provisioned fail and name the command that provisions it, with the
+/// options given (the URL left out when it came from `DATABASE_URL`); that
+/// command then makes them succeed. Every server with a bucket table.
+#[tokio::test]
+async fn an_unprovisioned_table_is_refused_with_the_command_to_run() {
+    for (i, server) in servers().iter().enumerate() {
+        if server.url.starts_with("sqlite:")
+            || server.postgres_locks == Some(PostgresLocks::default())
+        {
+            continue; // no bucket table to provision
+        }
+        let db = connect(&server.url).await;
+        let table = format!("hl_inspect_unprovisioned_{i}");
+        for name in [table.clone(), format!("{table}_meta")] {
+            db.execute_unprepared(&format!("DROP TABLE IF EXISTS {name}"))
+                .await
+                .expect("drop");
+        }
+        let mut options = vec!["--table", &table, "--bucket-space", "50"];
+        if server.postgres_locks == Some(PostgresLocks::BucketTable) {
+            options.extend(["--postgres-locks", "bucket-table"]);
+        }
+        let run = |command: &str, url_in_env: bool| {
+            let mut run = Command::new(env!("CARGO_BIN_EXE_hierlock"));
+            run.arg(command).args(&options);
+            if url_in_env {
+                run.env("DATABASE_URL", &server.url);
+            } else {
+                run.env_remove("DATABASE_URL")
+                    .args(["--database-url", &server.url]);
+            }
+            let out = run.output().expect("run hierlock");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.code(), stdout, stderr)
+        };
+        let given = options.join(" ");
+        for command in ["status", "verify"] {
+            let (code, _, stderr) = run(command, false);
+            assert_eq!(code, Some(1), "{}: {stderr}", server.url);
+            assert!(stderr.contains("is not provisioned"), "{stderr}");
+            let hint = format!(
+                "hint: run `hierlock provision --database-url {} {given}`",
+                server.url
+            );
+            assert!(stderr.contains(&hint), "{}: {stderr}", server.url);
+        }
+        let (code, _, stderr) = run("status", true);
+        assert_eq!(code, Some(1), "{}: {stderr}", server.url);
+        assert!(
+            stderr.contains(&format!("hint: run `hierlock provision {given}`")),
+            "{stderr}"
+        );
+
+        let (code, stdout, stderr) = run("provision", false);
+        assert_eq!(code, Some(0), "{}: {stdout}{stderr}", server.url);
+        for command in ["status", "verify"] {
+            let (code, stdout, stderr) = run(command, false);
+            assert_eq!(code, Some(0), "{}: {stdout}{stderr}", server.url);
+        }
+    }
+}
+
+/// The reports name each server as it names itself.
+#[tokio::test]
+async fn the_reports_name_the_server() {
+    for (i, server) in servers().iter().enumerate() {
+        let db = connect(&server.url).await;
+        let config = config(&format!("hl_inspect_names_{i}"), server);
+        fresh(&db, &config).await;
+        let status = status(&db, &config).await.expect("status");
+        let name = match status.dialect {
+            hierlock::Dialect::MariaDb => "MariaDB",
+            hierlock::Dialect::MySql => "MySQL",
+            hierlock::Dialect::Postgres => "PostgreSQL",
+            _ => "SQLite",
+        };
+        let text = status.to_string();
+        assert!(
+            text.starts_with(&format!("server:   {name} (")),
+            "{}: {text}",
+            server.url
+        );
+        let verified = verify(&db, &config).await.expect("verify").to_string();
+        assert!(
+            verified.starts_with(&format!("server:   {name}\n")),
+            "{verified}"
+        );
+    }
+}
+
 /// With subtree reads the table has five levels: `verify` counts each (the
 /// report, its text and its JSON), and a missing stripe row is named by its
 /// level. Every server; where there is no bucket table, no counts.

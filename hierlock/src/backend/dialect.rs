@@ -210,6 +210,18 @@ pub(crate) async fn server_version(db: &impl ConnectionTrait) -> Result<Option<S
         .map_err(|e| Error::database("reading the server version", e))
 }
 
+/// The server's own name: `MySQL`, `MariaDB`, `PostgreSQL`, `SQLite`.
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Dialect::MySql => "MySQL",
+            Dialect::MariaDb => "MariaDB",
+            Dialect::Postgres => "PostgreSQL",
+            Dialect::Sqlite => "SQLite",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -418,5 +430,13 @@ mod tests {
             "SELECT pg_advisory_xact_lock_shared($1) AS l0, pg_advisory_xact_lock($2) AS l1"
         );
         assert_eq!(plan.locks()[0].key.level, Level::User);
+    }
+
+    #[test]
+    fn servers_display_their_own_names() {
+        assert_eq!(Dialect::MySql.to_string(), "MySQL");
+        assert_eq!(Dialect::MariaDb.to_string(), "MariaDB");
+        assert_eq!(Dialect::Postgres.to_string(), "PostgreSQL");
+        assert_eq!(Dialect::Sqlite.to_string(), "SQLite");
     }
 }

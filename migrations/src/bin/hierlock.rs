@@ -16,7 +16,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hierlock::{Config, ErrorKind, PostgresLocks, SEED_BUCKET_SPACE, SubtreeReads};
 use hierlock_migration::{LockStore, Provision, error_chain};
 use indicatif::{HumanCount, HumanDuration, ProgressBar, ProgressStyle};
@@ -166,6 +167,42 @@ impl Target {
         Ok(config)
     }
 
+    /// The `hierlock provision` command for this configuration: the options
+    /// that change what is provisioned, as given (defaults left out), and the
+    /// URL unless it came from `DATABASE_URL`, with its password left out.
+    fn provision_command(&self, url_from_env: bool) -> String {
+        let mut command = "hierlock provision".to_owned();
+        if !url_from_env {
+            command += &format!(" --database-url {}", without_password(&self.database_url));
+        }
+        if self.table != hierlock::DEFAULT_TABLE {
+            command += &format!(" --table {}", self.table);
+        }
+        if self.bucket_space != SEED_BUCKET_SPACE {
+            command += &format!(" --bucket-space {}", self.bucket_space);
+        }
+        if let Some(stripes) = self.subtree_reads {
+            command += &format!(" --subtree-reads {stripes}");
+        }
+        if let PgLocks::BucketTable = self.postgres_locks {
+            command += " --postgres-locks bucket-table";
+        }
+        command
+    }
+
+    /// `error`'s chain; for a table missing, incomplete or missing rows,
+    /// followed by the command that provisions (or completes) it.
+    fn explain(&self, error: &hierlock::Error, url_from_env: bool) -> String {
+        match error.kind() {
+            ErrorKind::NotProvisioned => format!(
+                "{}\nhint: run `{}` (it resumes a partial table and fills missing rows)",
+                error_chain(error),
+                self.provision_command(url_from_env)
+            ),
+            _ => error_chain(error),
+        }
+    }
+
     async fn connect(&self) -> Result<hierlock::sea_orm::DatabaseConnection, String> {
         hierlock::sea_orm::Database::connect(&self.database_url)
             .await
@@ -173,17 +210,42 @@ impl Target {
     }
 }
 
+/// `password` in `scheme://user:password@host/…` replaced by `PASSWORD`, so
+/// that a hint can name the URL without printing the secret.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:PASSWORD@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // Whether the URL came from DATABASE_URL, so that a hint can leave it out.
+    let url_from_env = matches
+        .subcommand()
+        .is_some_and(|(_, sub)| sub.value_source("database_url") == Some(ValueSource::EnvVariable));
     let outcome = match &cli.command {
         Command::Provision {
             target,
             chunk_rows,
             concurrent_levels,
         } => provision(target, *chunk_rows, *concurrent_levels).await,
-        Command::Verify { target, json } => verify(target, *json).await,
-        Command::Status { target, json } => status(target, *json).await,
+        Command::Verify { target, json } => verify(target, *json, url_from_env).await,
+        Command::Status { target, json } => status(target, *json, url_from_env).await,
         Command::Inspect {
             source,
             nodes,
@@ -199,21 +261,21 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn verify(target: &Target, json: bool) -> Result<(), String> {
+async fn verify(target: &Target, json: bool, url_from_env: bool) -> Result<(), String> {
     let config = target.config()?;
     let db = target.connect().await?;
     let verification = hierlock_migration::verify(&db, &config)
         .await
-        .map_err(|e| error_chain(&e))?;
+        .map_err(|e| target.explain(&e, url_from_env))?;
     report(&verification, json, |v| println!("{v}"))
 }
 
-async fn status(target: &Target, json: bool) -> Result<(), String> {
+async fn status(target: &Target, json: bool, url_from_env: bool) -> Result<(), String> {
     let config = target.config()?;
     let db = target.connect().await?;
     let status = hierlock_migration::status(&db, &config)
         .await
-        .map_err(|e| error_chain(&e))?;
+        .map_err(|e| target.explain(&e, url_from_env))?;
     report(&status, json, |s| print!("{s}"))
 }
 
@@ -397,5 +459,26 @@ fn pace(progress: &hierlock_migration::Progress, elapsed: Duration) -> String {
         ),
         _ if progress.rows_done >= progress.rows_total => "done".to_owned(),
         _ => "measuring the rate".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_password;
+
+    #[test]
+    fn a_hint_names_the_url_without_its_password() {
+        assert_eq!(
+            without_password("mysql://app:s3cr@t@db.internal:3306/app?ssl-mode=required"),
+            "mysql://app:PASSWORD@db.internal:3306/app?ssl-mode=required"
+        );
+        for url in [
+            "mysql://root@127.0.0.1:3306/test",
+            "postgres://postgres@127.0.0.1:5432/test",
+            "sqlite://app.db?mode=rwc",
+            "sqlite::memory:",
+        ] {
+            assert_eq!(without_password(url), url);
+        }
     }
 }
