@@ -63,8 +63,9 @@ pub struct Report {
     pub store: LockStore,
     /// Bucket rows this run inserted.
     pub inserted: u64,
-    /// Bucket rows the table holds when complete: 3 × the bucket space (0 on
-    /// SQLite, which has no bucket table).
+    /// Bucket rows the table holds when complete: 3 × the bucket space, 5 ×
+    /// with subtree reads (the users' and accounts' stripe levels); 0 where
+    /// there is no bucket table (SQLite, PostgreSQL's advisory locks).
     pub total_rows: u64,
     /// Bucket rows that were already there when this run started (from an
     /// earlier, possibly interrupted, run).

@@ -994,6 +994,39 @@ async fn cli_reports_a_postgres_bucket_table_as_filled() {
     );
 }
 
+/// With subtree reads the table has five levels: the report's total and the
+/// command's summary count the stripe levels (5 × the bucket space).
+#[tokio::test]
+async fn a_striped_total_counts_five_levels() {
+    let table = "hl_prov_cli_striped";
+    let db = setup(&MARIADB, table).await;
+    let config = striped(config(table, 100), 4);
+    let done = Provision::new(config).run(&db).await.expect("provision");
+    assert_eq!(done, report(500, 500, 0));
+    drop_tables(&db, table).await;
+
+    let args = [
+        "--table",
+        table,
+        "--bucket-space",
+        "100",
+        "--subtree-reads",
+        "4",
+    ];
+    let (ok, out, err) = cli_provision(&url(&MARIADB), &args);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains(
+            "`hl_prov_cli_striped` is complete: 500 rows (100 buckets per level, 5 levels)"
+        ),
+        "{out}"
+    );
+    assert!(
+        err.contains("provisioning: 500 of 500 rows (100%)"),
+        "{err}"
+    );
+}
+
 /// `--concurrent-levels 1` fills one level after the other (each progress
 /// line names the level of its last chunk, in order); 0 is refused with the
 /// reason, nothing created.
