@@ -172,7 +172,21 @@ pub struct Config {
     galera_single_writer: bool,
     group_replication_single_writer: bool,
     subtree_reads: SubtreeReads,
+    lease: Option<Duration>,
+    answer_timeout: Duration,
 }
+
+/// The default [`Config::lease`]: a lock-holding transaction whose client
+/// has sent nothing for a minute is ended by the server.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
+
+/// The default [`Config::answer_timeout`].
+pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long after a [`Wait::Timeout`] deadline an acquisition may take to
+/// return: the time to interrupt the waiting statement on the server and
+/// read its answer. Past it, the connection is declared lost.
+pub const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
 
 impl Default for Config {
     fn default() -> Self {
@@ -185,6 +199,8 @@ impl Default for Config {
             galera_single_writer: false,
             group_replication_single_writer: false,
             subtree_reads: SubtreeReads::Off,
+            lease: Some(DEFAULT_LEASE),
+            answer_timeout: DEFAULT_ANSWER_TIMEOUT,
         }
     }
 }
@@ -290,6 +306,94 @@ impl Config {
     /// [`Config::with_group_replication_single_writer`]).
     pub fn group_replication_single_writer(&self) -> bool {
         self.group_replication_single_writer
+    }
+
+    /// Bound how long the **server** keeps the locks of a transaction whose
+    /// client has gone silent (a network partition, a frozen process): once
+    /// a lock-holding transaction has sent nothing for `lease`, the server
+    /// ends its session, which rolls it back and frees its locks. Default
+    /// [`DEFAULT_LEASE`] (60 s): only idle time between statements counts,
+    /// which in a healthy service is milliseconds, and a transaction idle
+    /// for that long while holding locks already stalls every waiter; a
+    /// bound in minutes, not the hours of TCP's own timeouts, is what the
+    /// other transactions wait for at worst.
+    ///
+    /// Per server:
+    /// - **PostgreSQL**: hierlock sets `idle_in_transaction_session_timeout`
+    ///   for the transaction (`set_config(.., true)`, inside its first lock
+    ///   statement: no extra round trip), so it reverts at COMMIT or
+    ///   ROLLBACK and no pooled connection keeps it.
+    /// - **MySQL, MariaDB**: the bound is a session setting that no statement
+    ///   can scope to a transaction (MariaDB's `idle_transaction_timeout`,
+    ///   MySQL's `wait_timeout`), so it belongs to the pool: set it on every
+    ///   connection with [`crate::lease::mysql_pool`].
+    ///   [`Locker::connect`](crate::Locker::connect) reads what the server
+    ///   applies ([`Locker::lease`](crate::Locker::lease)) and warns when it
+    ///   is longer than this.
+    /// - **SQLite** runs in-process: nothing to bound.
+    ///
+    /// A transaction ended by its lease fails its next statement with
+    /// [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost)
+    /// (retryable): nothing it wrote is committed. Locks of a
+    /// [`LockHandle`](crate::LockHandle), whose transaction stays idle by
+    /// design while the work runs elsewhere, are not leased on PostgreSQL;
+    /// under a pool-wide MySQL-family setting, watch a handle with
+    /// [`LockHandle::lost`](crate::LockHandle::lost) more often than the
+    /// lease (each check is a statement, so it keeps the session alive).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `lease` is under one second (the MySQL
+    /// family's unit) or over [`MAX_TIMEOUT`].
+    pub fn with_lease(mut self, lease: Duration) -> Result<Self> {
+        if lease < Duration::from_secs(1) || lease > MAX_TIMEOUT {
+            return Err(Error::InvalidConfig(format!(
+                "a lease must be between 1 s and {MAX_TIMEOUT:?}, got {lease:?}"
+            )));
+        }
+        self.lease = Some(lease);
+        Ok(self)
+    }
+
+    /// No lease: a silent client's locks stay until the server notices the
+    /// connection is gone (TCP keepalive or the server's idle timeouts:
+    /// hours by default). See [`Config::with_lease`].
+    pub fn without_lease(mut self) -> Self {
+        self.lease = None;
+        self
+    }
+
+    /// The lease (see [`Config::with_lease`]), if any.
+    pub fn lease(&self) -> Option<Duration> {
+        self.lease
+    }
+
+    /// How long a statement that does not wait for a lock may go unanswered
+    /// before hierlock gives up on its connection: the whole of a
+    /// [`Wait::NoWait`] acquisition, and each lock check of
+    /// [`LockHandle::is_held`](crate::LockHandle::is_held). Past it the call
+    /// returns [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost)
+    /// ([`TxnState::Lost`](crate::TxnState::Lost), retryable) and the
+    /// connection is abandoned, whatever the socket does (a dead network
+    /// never answers). Default [`DEFAULT_ANSWER_TIMEOUT`] (30 s). A
+    /// [`Wait::Timeout`] acquisition is bounded by its own deadline plus
+    /// [`DEADLINE_MARGIN`]; a [`Wait::Block`] one only by the server's lock
+    /// wait timeout (bound it with `Wait::Timeout`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `timeout` is zero or over [`MAX_TIMEOUT`].
+    pub fn with_answer_timeout(mut self, timeout: Duration) -> Result<Self> {
+        if timeout.is_zero() || timeout > MAX_TIMEOUT {
+            return Err(Error::InvalidConfig(format!(
+                "an answer timeout must be non-zero and at most {MAX_TIMEOUT:?}, got {timeout:?}"
+            )));
+        }
+        self.answer_timeout = timeout;
+        Ok(self)
+    }
+
+    /// See [`Config::with_answer_timeout`].
+    pub fn answer_timeout(&self) -> Duration {
+        self.answer_timeout
     }
 
     /// Use the lock layout `subtree_reads`: with
@@ -414,5 +518,12 @@ mod tests {
                 .with_wait(Wait::Timeout(Duration::from_millis(1)))
                 .is_ok()
         );
+        for bad in [Duration::ZERO, Duration::from_millis(999), MAX_TIMEOUT * 2] {
+            let err = Config::default().with_lease(bad).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{bad:?}");
+        }
+        assert_eq!(Config::default().lease(), Some(DEFAULT_LEASE));
+        assert_eq!(Config::default().without_lease().lease(), None);
+        assert!(Config::default().with_answer_timeout(Duration::ZERO).is_err());
     }
 }

@@ -30,6 +30,7 @@ impl From<Error> for DbErr {
             }
             | Error::Deadlock { source, .. }
             | Error::ConnectionLost { source, .. }
+            | Error::PoolTimeout { source, .. }
             | Error::Database { source, .. } => source,
             other => DbErr::Custom(other.to_string()),
         }

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use sea_orm::DbErr;
 
-use crate::backend::classify::{Conflict, Family, classify, is_connection_lost, server_family};
+use crate::backend::classify::{
+    Conflict, Family, classify, is_connection_lost, is_pool_timeout, server_family,
+};
 use crate::model::level::Level;
 
 /// Shorthand for `Result<T, hierlock::Error>`.
@@ -178,6 +180,20 @@ pub enum Error {
         source: DbErr,
     },
 
+    /// The connection pool could not hand out a connection within its
+    /// acquire timeout: every connection was in use (or a new one could not
+    /// be opened in time). Nothing was sent to the server and no transaction
+    /// was changed; retryable after a backoff. A pool that is always
+    /// exhausted needs more connections or shorter transactions.
+    #[error("no connection from the pool within its acquire timeout while {doing}")]
+    PoolTimeout {
+        /// What hierlock was doing.
+        doing: String,
+        /// The pool's error.
+        #[source]
+        source: DbErr,
+    },
+
     /// Any other database error.
     #[error("database error while {doing}")]
     Database {
@@ -219,6 +235,8 @@ pub enum ErrorKind {
     UnsafeTopology,
     /// See [`Error::ConnectionLost`].
     ConnectionLost,
+    /// See [`Error::PoolTimeout`].
+    PoolTimeout,
     /// See [`Error::Database`].
     Database,
 }
@@ -270,6 +288,7 @@ impl Error {
             Error::Misuse(_) => ErrorKind::Misuse,
             Error::UnsafeTopology { .. } => ErrorKind::UnsafeTopology,
             Error::ConnectionLost { .. } => ErrorKind::ConnectionLost,
+            Error::PoolTimeout { .. } => ErrorKind::PoolTimeout,
             Error::Database { .. } => ErrorKind::Database,
         }
     }
@@ -277,7 +296,8 @@ impl Error {
     /// Whether rolling back and running the whole transaction again, on a
     /// new transaction, may succeed: true for lock conflicts (no-wait,
     /// timeout, deadlock), a lost connection (unless it was lost during
-    /// COMMIT: [`TxnState::CommitUnknown`]), and a version
+    /// COMMIT: [`TxnState::CommitUnknown`]), a pool that had no connection
+    /// to hand out in time, and a version
     /// [`Conflict`](Error::Conflict) (when the retry reloads the row: a
     /// retry that writes the same stale version fails the same way).
     pub fn is_retryable(&self) -> bool {
@@ -287,6 +307,7 @@ impl Error {
                 | ErrorKind::LockTimeout
                 | ErrorKind::Deadlock
                 | ErrorKind::ConnectionLost
+                | ErrorKind::PoolTimeout
                 | ErrorKind::Conflict
         ) && self.txn_state() != TxnState::CommitUnknown
     }
@@ -304,6 +325,7 @@ impl Error {
             | Error::Deadlock { txn_state, .. }
             | Error::ConnectionLost { txn_state, .. }
             | Error::Database { txn_state, .. } => *txn_state,
+            // A pool timeout sent nothing: the transaction is as it was.
             _ => TxnState::Unchanged,
         }
     }
@@ -385,9 +407,34 @@ impl Error {
         }
     }
 
+    /// A statement hierlock gave up on: no answer came from the server
+    /// within `within` (a dead network, a hung server, or a statement still
+    /// running at the caller's deadline). The connection is abandoned with
+    /// the statement still on it, so the transaction is lost: the server
+    /// rolls it back when the session ends (hierlock ends it where it can;
+    /// on a silent network the lease does, see
+    /// [`Config::with_lease`](crate::Config::with_lease)).
+    pub(crate) fn no_answer(
+        doing: impl std::fmt::Display,
+        within: Duration,
+        txn_state: TxnState,
+    ) -> Self {
+        Error::ConnectionLost {
+            doing: format!("{doing} (no answer within {within:?}; the connection is abandoned)"),
+            txn_state,
+            source: no_answer_source(format_args!("no answer from the server within {within:?}")),
+        }
+    }
+
     /// A failed statement that leaves the transaction in `state` (unless the
-    /// connection is gone).
+    /// connection is gone, or the pool had none to give).
     pub(crate) fn database_in(doing: impl Into<String>, source: DbErr, state: TxnState) -> Self {
+        if is_pool_timeout(&source) {
+            return Error::PoolTimeout {
+                doing: doing.into(),
+                source,
+            };
+        }
         if is_connection_lost(&source) {
             return Error::ConnectionLost {
                 doing: doing.into(),
@@ -401,6 +448,42 @@ impl Error {
             source,
         }
     }
+}
+
+/// What a server error on *any* statement of a transaction means for a retry
+/// loop: the kind of lock conflict it reports, if it is one.
+///
+/// hierlock classifies its own lock statements; use this for the caller's
+/// statements after the locks (a write that met a lock of a non-hierlock
+/// transaction, a deadlock with code that takes other row locks). A server
+/// busy error is [`ErrorKind::LockTimeout`] (MariaDB reports no-wait failures
+/// with the same code), MySQL's no-wait error [`ErrorKind::WouldBlock`].
+/// Other errors, PostgreSQL's serialization failure (40001) included, are
+/// `None`.
+///
+/// ```
+/// use hierlock::{ErrorKind, conflict_kind};
+/// use hierlock::sea_orm::DbErr;
+///
+/// let err = DbErr::Custom("not from a server".into());
+/// assert_eq!(conflict_kind(&err), None);
+/// ```
+pub fn conflict_kind(err: &DbErr) -> Option<ErrorKind> {
+    classify(err).map(|conflict| match conflict {
+        Conflict::Busy => ErrorKind::LockTimeout,
+        Conflict::NoWait => ErrorKind::WouldBlock,
+        Conflict::Deadlock => ErrorKind::Deadlock,
+    })
+}
+
+/// The driver-level error of a statement hierlock stopped waiting for: an
+/// I/O timeout, so that it reads as a lost connection wherever it goes
+/// (`DbErr`, [`conflict_kind`], [`Error::from`]).
+pub(crate) fn no_answer_source(what: impl std::fmt::Display) -> DbErr {
+    let io = std::io::Error::new(std::io::ErrorKind::TimedOut, what.to_string());
+    DbErr::Conn(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(
+        sea_orm::sqlx::Error::Io(io),
+    )))
 }
 
 /// What a failed statement leaves: PostgreSQL aborts the transaction; the

@@ -43,6 +43,7 @@ with_a_backend! {
     mod db_err;
     mod error;
     mod guarantee;
+    pub mod lease;
     mod model;
     mod runtime;
     pub mod schema;
@@ -52,9 +53,10 @@ with_a_backend! {
     pub use guarantee::proof;
 
     pub use runtime::acquire::{LockSet, Locker};
-    pub use backend::classify::conflict_kind;
+    pub use error::conflict_kind;
     pub use config::{
-        Config, DEFAULT_TABLE, MAX_BUCKET_SPACE, MAX_TABLE_NAME_LEN, MAX_TIMEOUT, PostgresLocks,
+        Config, DEADLINE_MARGIN, DEFAULT_ANSWER_TIMEOUT, DEFAULT_LEASE, DEFAULT_TABLE,
+        MAX_BUCKET_SPACE, MAX_TABLE_NAME_LEN, MAX_TIMEOUT, PostgresLocks,
         TableName, Wait,
     };
     pub use backend::dialect::Dialect;

@@ -221,14 +221,15 @@ pub(crate) enum End {
     Session,
 }
 
-/// One side connection, opened on first use, closed when idle.
+/// One side connection, opened when the locker is made and kept: a
+/// cancellation at a deadline must not wait for a new connection.
 #[cfg(any(feature = "mysql", feature = "postgres"))]
 fn side_pool<DB: sea_orm::sqlx::Database>() -> sea_orm::sqlx::pool::PoolOptions<DB> {
     sea_orm::sqlx::pool::PoolOptions::new()
         .max_connections(1)
         .min_connections(0)
         .acquire_timeout(CANCEL_TIMEOUT)
-        .idle_timeout(Some(Duration::from_secs(60)))
+        .idle_timeout(None)
 }
 
 /// Interrupts a lock statement whose future is dropped while it waits.

@@ -1,27 +1,6 @@
 //! Which server errors are lock conflicts: a pure mapping of error codes.
 
-use sea_orm::{DbBackend, DbErr, RuntimeErr};
-
-use crate::error::{Error, ErrorKind};
-
-/// Refuse a backend this build cannot read the errors of.
-///
-/// Its driver may be compiled in while hierlock's feature for it is off (the
-/// application's own SeaORM enabled it): the server's error types are then
-/// unknown here, and a lock conflict would pass for any other database error.
-pub(crate) fn require_backend_feature(backend: DbBackend) -> Result<(), Error> {
-    let feature = match backend {
-        DbBackend::MySql if !cfg!(feature = "mysql") => "mysql",
-        DbBackend::Postgres if !cfg!(feature = "postgres") => "postgres",
-        DbBackend::Sqlite if !cfg!(feature = "sqlite") => "sqlite",
-        _ => return Ok(()),
-    };
-    Err(Error::InvalidConfig(format!(
-        "hierlock was built without its `{feature}` feature, so it cannot tell this \
-         {backend:?} server's lock conflicts from other errors: enable it \
-         (`hierlock = {{ version = \"0.1\", features = [\"{feature}\"] }}`)"
-    )))
-}
+use sea_orm::{DbErr, RuntimeErr};
 
 /// A lock failure reported by the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,30 +84,15 @@ pub(crate) fn classify(err: &DbErr) -> Option<Conflict> {
     None
 }
 
-/// What a server error on *any* statement of a transaction means for a retry
-/// loop: the kind of lock conflict it reports, if it is one.
-///
-/// hierlock classifies its own lock statements; use this for the caller's
-/// statements after the locks (a write that met a lock of a non-hierlock
-/// transaction, a deadlock with code that takes other row locks). A server
-/// busy error is [`ErrorKind::LockTimeout`] (MariaDB reports no-wait failures
-/// with the same code), MySQL's no-wait error [`ErrorKind::WouldBlock`].
-/// Other errors, PostgreSQL's serialization failure (40001) included, are
-/// `None`.
-///
-/// ```
-/// use hierlock::{ErrorKind, conflict_kind};
-/// use hierlock::sea_orm::DbErr;
-///
-/// let err = DbErr::Custom("not from a server".into());
-/// assert_eq!(conflict_kind(&err), None);
-/// ```
-pub fn conflict_kind(err: &DbErr) -> Option<ErrorKind> {
-    classify(err).map(|conflict| match conflict {
-        Conflict::Busy => ErrorKind::LockTimeout,
-        Conflict::NoWait => ErrorKind::WouldBlock,
-        Conflict::Deadlock => ErrorKind::Deadlock,
-    })
+/// Whether the pool had no connection to hand out within its acquire timeout.
+pub(crate) fn is_pool_timeout(err: &DbErr) -> bool {
+    matches!(
+        err,
+        DbErr::ConnectionAcquire(sea_orm::ConnAcquireErr::Timeout)
+    ) || matches!(
+        err,
+        DbErr::Conn(RuntimeErr::SqlxError(e)) if matches!(**e, sea_orm::sqlx::Error::PoolTimedOut)
+    )
 }
 
 /// Whether `err` says the connection is gone (and its transaction with it):

@@ -5,6 +5,8 @@
 //! server and drops lock clauses on SQLite, and no ORM knows MariaDB's
 //! `WAIT n`; so the server is detected once and the statements built here.
 
+use std::time::Duration;
+
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
 use super::{mysql, postgres, sqlite};
@@ -50,7 +52,7 @@ impl Dialect {
     /// The dialect of a `backend` server whose `SELECT version()` said
     /// `version` (which tells MariaDB from MySQL).
     pub(crate) fn of(backend: DbBackend, version: Option<&str>) -> Result<Dialect> {
-        crate::backend::classify::require_backend_feature(backend)?;
+        require_backend_feature(backend)?;
         match backend {
             DbBackend::Postgres => Ok(Dialect::Postgres),
             DbBackend::Sqlite => Ok(Dialect::Sqlite),
@@ -143,33 +145,50 @@ impl Dialect {
     /// One statement locking every row of `part` (one element of
     /// [`split_bucket_plan`](Dialect::split_bucket_plan)) in key order, and
     /// returning each row it locked as `locked_level`, `locked_bucket`.
+    ///
+    /// With a `lease`, PostgreSQL's statement also sets it for the
+    /// transaction (see [`Config::with_lease`](crate::Config::with_lease));
+    /// the MySQL family's lease is the pool's.
     pub(crate) fn bucket_lock_statement(
         self,
         table: &TableName,
         part: &[PlannedLock],
         wait: Wait,
+        lease: Option<Duration>,
     ) -> Statement {
         let table = self.quote(table.as_str());
-        if self == Dialect::Postgres {
-            postgres::bucket_run(&table, part, wait)
-        } else if part.len() <= self.max_rows_per_statement() {
-            mysql::point_lookups(self, &table, part, wait)
+        let flavor = match self {
+            Dialect::Postgres => return postgres::bucket_run(&table, part, wait, lease),
+            Dialect::MariaDb => mysql::Flavor::MariaDb,
+            _ => mysql::Flavor::MySql,
+        };
+        if part.len() <= self.max_rows_per_statement() {
+            mysql::point_lookups(flavor, &table, part, wait)
         } else {
-            mysql::run_lists(self, &table, part, wait)
+            mysql::run_lists(flavor, &table, part, wait)
         }
     }
 
     /// PostgreSQL's advisory locks for a whole plan in one statement, taken
     /// left to right; with `try_only`, each column says whether its key was
-    /// granted.
-    pub(crate) fn advisory_lock_statement(self, plan: &[PlannedLock], try_only: bool) -> Statement {
-        postgres::advisory_locks(plan, try_only)
+    /// granted. With a `lease`, it also sets it for the transaction.
+    pub(crate) fn advisory_lock_statement(
+        self,
+        plan: &[PlannedLock],
+        try_only: bool,
+        lease: Option<Duration>,
+    ) -> Statement {
+        postgres::advisory_locks(plan, try_only, lease)
     }
 
     /// PostgreSQL's advisory try-locks, stopping at the first key taken; one
     /// column, `granted`: 1 if every key was taken.
-    pub(crate) fn advisory_probe_statement(self, plan: &[PlannedLock]) -> Statement {
-        postgres::advisory_probe(plan)
+    pub(crate) fn advisory_probe_statement(
+        self,
+        plan: &[PlannedLock],
+        lease: Option<Duration>,
+    ) -> Statement {
+        postgres::advisory_probe(plan, lease)
     }
 
     /// SQLite's database-wide write lock.
@@ -196,6 +215,25 @@ impl Dialect {
 
 /// What the server says it is (`SELECT version()`; `None` on SQLite, which
 /// is not asked).
+/// Refuse a backend this build cannot read the errors of.
+///
+/// Its driver may be compiled in while hierlock's feature for it is off (the
+/// application's own SeaORM enabled it): the server's error types are then
+/// unknown here, and a lock conflict would pass for any other database error.
+pub(crate) fn require_backend_feature(backend: DbBackend) -> Result<(), Error> {
+    let feature = match backend {
+        DbBackend::MySql if !cfg!(feature = "mysql") => "mysql",
+        DbBackend::Postgres if !cfg!(feature = "postgres") => "postgres",
+        DbBackend::Sqlite if !cfg!(feature = "sqlite") => "sqlite",
+        _ => return Ok(()),
+    };
+    Err(Error::InvalidConfig(format!(
+        "hierlock was built without its `{feature}` feature, so it cannot tell this \
+         {backend:?} server's lock conflicts from other errors: enable it \
+         (`hierlock = {{ version = \"0.1\", features = [\"{feature}\"] }}`)"
+    )))
+}
+
 pub(crate) async fn server_version(db: &impl ConnectionTrait) -> Result<Option<String>> {
     let backend = db.get_database_backend();
     if backend == DbBackend::Sqlite {
@@ -244,7 +282,7 @@ mod tests {
         let plan = resource_plan();
         let run = plan.runs().nth(run).unwrap();
         dialect
-            .bucket_lock_statement(&TableName::default(), run, wait)
+            .bucket_lock_statement(&TableName::default(), run, wait, None)
             .sql
     }
 
@@ -253,7 +291,7 @@ mod tests {
         let plan = resource_plan();
         let table = TableName::default();
         let mysql = Dialect::MySql
-            .bucket_lock_statement(&table, plan.locks(), Wait::Block)
+            .bucket_lock_statement(&table, plan.locks(), Wait::Block, None)
             .sql;
         let branch = |clause: &str| {
             format!(
@@ -271,7 +309,7 @@ mod tests {
             .join(" UNION ALL ")
         );
         let mariadb = Dialect::MariaDb
-            .bucket_lock_statement(&table, plan.locks(), Wait::NoWait)
+            .bucket_lock_statement(&table, plan.locks(), Wait::NoWait, None)
             .sql;
         assert_eq!(
             mariadb.matches("LOCK IN SHARE MODE NOWAIT)").count(),
@@ -339,7 +377,7 @@ mod tests {
         let parts = Dialect::MariaDb.split_bucket_plan(plan.locks());
         assert_eq!(parts.len(), 1);
         let stmt =
-            Dialect::MySql.bucket_lock_statement(&TableName::default(), parts[0], Wait::NoWait);
+            Dialect::MySql.bucket_lock_statement(&TableName::default(), parts[0], Wait::NoWait, None);
         assert_eq!(stmt.sql.matches("JSON_TABLE(?").count(), 2, "{}", stmt.sql);
         assert!(
             stmt.sql.contains("FOR SHARE OF b0 NOWAIT) UNION ALL ("),
@@ -360,7 +398,7 @@ mod tests {
             values[1]
         );
         let mariadb =
-            Dialect::MariaDb.bucket_lock_statement(&TableName::default(), parts[0], Wait::Block);
+            Dialect::MariaDb.bucket_lock_statement(&TableName::default(), parts[0], Wait::Block, None);
         assert!(
             mariadb.sql.contains("LOCK IN SHARE MODE) UNION ALL ("),
             "{}",
@@ -412,7 +450,7 @@ mod tests {
     fn an_advisory_probe_stops_at_the_first_key_taken() {
         let keyspace = Keyspace::Advisory { namespace: 7 };
         let plan = LockPlan::new(&[Target::account("u", "a").write()], keyspace).unwrap();
-        let stmt = Dialect::Postgres.advisory_probe_statement(plan.locks());
+        let stmt = Dialect::Postgres.advisory_probe_statement(plan.locks(), None);
         assert_eq!(
             stmt.sql,
             "SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN \
@@ -424,7 +462,7 @@ mod tests {
     fn advisory_locks_are_one_statement_left_to_right() {
         let keyspace = Keyspace::Advisory { namespace: 7 };
         let plan = LockPlan::new(&[Target::account("u", "a").write()], keyspace).unwrap();
-        let stmt = Dialect::Postgres.advisory_lock_statement(plan.locks(), false);
+        let stmt = Dialect::Postgres.advisory_lock_statement(plan.locks(), false, None);
         assert_eq!(
             stmt.sql,
             "SELECT pg_advisory_xact_lock_shared($1) AS l0, pg_advisory_xact_lock($2) AS l1"

@@ -11,9 +11,15 @@ use std::time::Duration;
 
 use sea_orm::{DbBackend, Statement, Value};
 
-use super::dialect::Dialect;
 use crate::config::Wait;
 use crate::model::plan::{LockMode, PlannedLock};
+
+/// Which server of the family: their lock syntax differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Flavor {
+    MySql,
+    MariaDb,
+}
 
 /// Small plans: a `UNION ALL` of point lookups, each with its own lock
 /// clause, in plan order. Each member is an equality on the full primary
@@ -23,7 +29,7 @@ use crate::model::plan::{LockMode, PlannedLock};
 /// optimizer prefers a full scan of the clustered index, which `FORCE INDEX`
 /// still allows) and on MariaDB as a prepared statement.
 pub(super) fn point_lookups(
-    dialect: Dialect,
+    flavor: Flavor,
     table: &str,
     part: &[PlannedLock],
     wait: Wait,
@@ -37,12 +43,12 @@ pub(super) fn point_lookups(
     // exclusive rows alike, in branch order. Both servers need the
     // parentheses; one clause at the end would be refused by MariaDB (1221)
     // and lock only the last branch on MySQL.
-    let wait = wait_clause(dialect, wait);
+    let wait = wait_clause(flavor, wait);
     let member = |mode: LockMode| {
         format!(
             "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
              FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
-            lock_clause(dialect, mode)
+            lock_clause(flavor, mode)
         )
     };
     let mut sql = String::with_capacity(32 + part.len() * (table.len() + 110));
@@ -67,18 +73,18 @@ pub(super) fn point_lookups(
 /// clauses would otherwise also name the key list); MariaDB has no `OF` and
 /// needs none.
 pub(super) fn run_lists(
-    dialect: Dialect,
+    flavor: Flavor,
     table: &str,
     part: &[PlannedLock],
     wait: Wait,
 ) -> Statement {
-    let wait = wait_clause(dialect, wait);
+    let wait = wait_clause(flavor, wait);
     let runs: Vec<&[PlannedLock]> = part.chunk_by(|a, b| a.mode == b.mode).collect();
     let mut sql = String::with_capacity(runs.len() * (table.len() + 400));
     let mut values = Vec::with_capacity(runs.len());
     for (i, run) in runs.iter().enumerate() {
         let mode = run[0].mode;
-        let of = if dialect == Dialect::MySql {
+        let of = if flavor == Flavor::MySql {
             format!(" OF b{i}")
         } else {
             String::new()
@@ -91,7 +97,7 @@ pub(super) fn run_lists(
              FROM JSON_TABLE(?, '$[*]' COLUMNS (level INT PATH '$[0]', bucket INT PATH '$[1]')) AS k{i} \
              STRAIGHT_JOIN {table} AS b{i} FORCE INDEX (PRIMARY) \
              ON b{i}.level = k{i}.level AND b{i}.bucket = k{i}.bucket {}{of}{wait})",
-            lock_clause(dialect, mode)
+            lock_clause(flavor, mode)
         )
         .ok();
         values.push(Value::from(json_keys(run)));
@@ -99,11 +105,11 @@ pub(super) fn run_lists(
     Statement::from_sql_and_values(DbBackend::MySql, sql, values)
 }
 
-fn lock_clause(dialect: Dialect, mode: LockMode) -> &'static str {
-    match (dialect, mode) {
+fn lock_clause(flavor: Flavor, mode: LockMode) -> &'static str {
+    match (flavor, mode) {
         (_, LockMode::Exclusive) => "FOR UPDATE",
         // MariaDB rejects FOR SHARE (1064).
-        (Dialect::MariaDb, LockMode::Shared) => "LOCK IN SHARE MODE",
+        (Flavor::MariaDb, LockMode::Shared) => "LOCK IN SHARE MODE",
         (_, LockMode::Shared) => "FOR SHARE",
     }
 }
@@ -111,10 +117,10 @@ fn lock_clause(dialect: Dialect, mode: LockMode) -> &'static str {
 /// The statement-level wait clause. MariaDB's `WAIT n` bounds the wait on the
 /// server too; MySQL has no per-statement timeout: hierlock cancels its
 /// statements at the deadline (see `cancel`).
-fn wait_clause(dialect: Dialect, wait: Wait) -> String {
-    match (dialect, wait) {
+fn wait_clause(flavor: Flavor, wait: Wait) -> String {
+    match (flavor, wait) {
         (_, Wait::NoWait) => " NOWAIT".to_owned(),
-        (Dialect::MariaDb, Wait::Timeout(d)) => format!(" WAIT {}", whole_seconds(d)),
+        (Flavor::MariaDb, Wait::Timeout(d)) => format!(" WAIT {}", whole_seconds(d)),
         _ => String::new(),
     }
 }

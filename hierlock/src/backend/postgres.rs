@@ -6,6 +6,7 @@
 //! so hierlock cancels a statement at the deadline (see `cancel`).
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use sea_orm::{DbBackend, Statement, Value};
 
@@ -18,7 +19,12 @@ use crate::model::plan::{LockMode, PlannedLock};
 /// query returns, in `ORDER BY` order (the lock is taken above the sort):
 /// here the keys' order in the arrays, the plan's (which is not the table's
 /// `(level, bucket)` order once stripes sit between the levels).
-pub(super) fn bucket_run(table: &str, run: &[PlannedLock], wait: Wait) -> Statement {
+pub(super) fn bucket_run(
+    table: &str,
+    run: &[PlannedLock],
+    wait: Wait,
+    lease: Option<Duration>,
+) -> Statement {
     let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
     let lock = match mode {
         LockMode::Exclusive => "FOR UPDATE",
@@ -27,10 +33,11 @@ pub(super) fn bucket_run(table: &str, run: &[PlannedLock], wait: Wait) -> Statem
     };
     let wait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
     let sql = format!(
-        "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket \
+        "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{} \
          FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
          JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
-         ORDER BY k.position {lock} OF b{wait}"
+         ORDER BY k.position {lock} OF b{wait}",
+        lease_column(lease)
     );
     let array = |field: fn(&PlannedLock) -> i64| {
         let mut text = String::with_capacity(2 + run.len() * 8);
@@ -52,7 +59,11 @@ pub(super) fn bucket_run(table: &str, run: &[PlannedLock], wait: Wait) -> Statem
 /// `SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock($2), …`:
 /// one statement for a whole plan, taken left to right. With `try_only`,
 /// each column says whether its key was granted.
-pub(super) fn advisory_locks(plan: &[PlannedLock], try_only: bool) -> Statement {
+pub(super) fn advisory_locks(
+    plan: &[PlannedLock],
+    try_only: bool,
+    lease: Option<Duration>,
+) -> Statement {
     let prefix = if try_only {
         "pg_try_advisory_xact_lock"
     } else {
@@ -65,6 +76,7 @@ pub(super) fn advisory_locks(plan: &[PlannedLock], try_only: bool) -> Statement 
         }
         write!(sql, "{prefix}{}(${}) AS l{i}", shared_suffix(lock), i + 1).ok();
     }
+    sql.push_str(&lease_column(lease));
     let values = plan.iter().map(|lock| Value::from(lock.key.slot));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
@@ -75,7 +87,7 @@ pub(super) fn advisory_locks(plan: &[PlannedLock], try_only: bool) -> Statement 
 /// order; `AND` is not guaranteed to be), so that a failed attempt holds a
 /// prefix of the plan, never a key past a gap. Returns one column,
 /// `granted`: 1 if every key was taken.
-pub(super) fn advisory_probe(plan: &[PlannedLock]) -> Statement {
+pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>) -> Statement {
     let mut sql = String::from("SELECT ");
     for (i, lock) in plan.iter().enumerate() {
         write!(
@@ -91,8 +103,24 @@ pub(super) fn advisory_probe(plan: &[PlannedLock]) -> Statement {
         sql.push_str(" ELSE 0 END");
     }
     sql.push_str(" AS granted");
+    sql.push_str(&lease_column(lease));
     let values = plan.iter().map(|lock| Value::from(lock.key.slot));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// `, set_config('idle_in_transaction_session_timeout', '60000', true) AS
+/// hierlock_lease`: the lease, for the transaction only (`true`: it reverts
+/// at COMMIT or ROLLBACK, and with a savepoint rolled back to), as the last
+/// column of a lock statement, so that setting it costs no round trip. The
+/// value is a literal (the statement text stays the same for one lease,
+/// and is prepared once).
+fn lease_column(lease: Option<Duration>) -> String {
+    lease.map_or_else(String::new, |lease| {
+        format!(
+            ", set_config('idle_in_transaction_session_timeout', '{}', true) AS hierlock_lease",
+            lease.as_millis()
+        )
+    })
 }
 
 fn shared_suffix(lock: &PlannedLock) -> &'static str {

@@ -9,14 +9,15 @@ use sea_orm::{
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::backend::cancel::{CancelOnDrop, Canceller};
+use crate::backend::cancel::{CancelOnDrop, Canceller, End};
 use crate::backend::classify::{Conflict, classify, is_missing_table, lock_memory_full_hint};
 use crate::backend::sqlite::is_missing_lock_wait_function;
 use crate::backend::sqlite::waits::{Limit, Registration};
-use crate::config::{Config, PostgresLocks, Wait};
+use crate::config::{Config, DEADLINE_MARGIN, PostgresLocks, Wait};
 use crate::backend::dialect::{Dialect, server_version};
 use crate::error::{Error, ErrorKind, Result, TxnState};
 use crate::model::plan::{KeyKind, Keyspace, LockPlan, PlannedLock};
+use crate::lease;
 use crate::schema;
 use crate::model::target::{Access, Request, Target};
 use crate::runtime::telemetry;
@@ -64,6 +65,8 @@ struct Inner {
     /// Ends the server-side wait of a lock statement that is given up.
     canceller: Canceller,
     topology: Topology,
+    /// The lease the server applies (see [`Locker::lease`]).
+    lease: Option<std::time::Duration>,
 }
 
 const SAVEPOINT: &str = "hierlock_acquire";
@@ -114,6 +117,12 @@ impl Locker {
             _ => Strategy::BucketRows,
         };
         let topology = topology::check(&txn, dialect, version.as_deref(), &config).await?;
+        let lease = match strategy {
+            Strategy::SqliteWriteLock => None,
+            _ if dialect.is_mysql_family() => lease::session_lease(&txn, dialect).await?,
+            _ => config.lease(),
+        };
+        warn_if_lease_longer(dialect, lease, config.lease());
         match strategy {
             Strategy::BucketRows => schema::verify(&txn, dialect, &config).await?,
             Strategy::SqliteWriteLock => schema::ensure_sqlite(&txn, &config).await?,
@@ -122,16 +131,34 @@ impl Locker {
         txn.commit()
             .await
             .map_err(|e| Error::database("ending the locker's checks", e))?;
-        tracing::debug!(?dialect, ?strategy, table = %config.table(), "hierlock locker ready");
+        tracing::debug!(?dialect, ?strategy, table = %config.table(), ?lease, "hierlock locker ready");
+        let canceller = Canceller::new(db, dialect);
+        // Open the side connection now, so that the first acquisition to be
+        // cancelled (at its deadline) does not wait for it to connect.
+        canceller.warm();
         Ok(Locker {
             inner: Arc::new(Inner {
                 config,
                 dialect,
                 strategy,
-                canceller: Canceller::new(db, dialect),
+                canceller,
                 topology,
+                lease,
             }),
         })
+    }
+
+    /// The lease in effect: how long the server keeps the locks of a
+    /// transaction whose client has gone silent (see
+    /// [`Config::with_lease`]). On PostgreSQL the configured lease, which
+    /// hierlock sets for each lock-taking transaction; on MySQL and MariaDB
+    /// what the server applies to the pool's sessions (the shorter of
+    /// `wait_timeout` and MariaDB's `idle_transaction_timeout`), read at
+    /// connect on one of the pool's connections (set it on all of them with
+    /// [`lease::mysql_pool`](crate::lease::mysql_pool)); `None` on SQLite
+    /// and when nothing bounds it.
+    pub fn lease(&self) -> Option<std::time::Duration> {
+        self.inner.lease
     }
 
     /// The deployment found at connect (see [`Topology`]).
@@ -208,9 +235,8 @@ impl Locker {
         requests: impl IntoIterator<Item = R>,
         wait: Wait,
     ) -> Result<LockSet<'t>> {
-        let held = self
-            .lock_on(txn, requests.into_iter().map(Into::into).collect(), wait)
-            .await?;
+        let requests = requests.into_iter().map(Into::into).collect();
+        let held = self.lock_on(txn, requests, wait, Leased::Yes).await?;
         Ok(LockSet { txn, held })
     }
 
@@ -220,9 +246,10 @@ impl Locker {
         conn: &impl ConnectionTrait,
         requests: Vec<Request>,
         wait: Wait,
+        leased: Leased,
     ) -> Result<Held> {
         let plan = self.plan(&requests)?;
-        self.lock_planned(conn, requests, plan, wait).await
+        self.lock_planned(conn, requests, plan, wait, leased).await
     }
 
     /// The locks `requests` need on a transaction that holds `held` already
@@ -245,17 +272,25 @@ impl Locker {
         plan: LockPlan,
         wait: Wait,
     ) -> Result<LockSet<'t>> {
-        let held = self.lock_planned(txn, requests, plan, wait).await?;
+        let held = self
+            .lock_planned(txn, requests, plan, wait, Leased::Yes)
+            .await?;
         Ok(LockSet { txn, held })
     }
 
     /// Take `plan`, made for `requests`, on `conn`.
+    ///
+    /// On MySQL, MariaDB and PostgreSQL a call with a deadline returns by it
+    /// whatever the network does: a [`Wait::Timeout`] by its deadline plus
+    /// [`DEADLINE_MARGIN`], a [`Wait::NoWait`] within the answer timeout.
+    /// Past that, the connection is given up as lost (see [`Error::no_answer`]).
     async fn lock_planned(
         &self,
         conn: &impl ConnectionTrait,
         requests: Vec<Request>,
         plan: LockPlan,
         wait: Wait,
+        leased: Leased,
     ) -> Result<Held> {
         let wait = wait.validate()?;
         if conn.get_database_backend() != self.inner.dialect.backend() {
@@ -294,11 +329,19 @@ impl Locker {
             statements: 0,
             cancel: None,
             holds_prefix: false,
+            lease: match (self.inner.strategy, leased) {
+                // The one server whose lease hierlock sets per transaction.
+                (Strategy::Advisory { .. }, Leased::Yes) => self.inner.config.lease(),
+                (Strategy::BucketRows, Leased::Yes) if self.inner.dialect == Dialect::Postgres => {
+                    self.inner.config.lease()
+                }
+                _ => None,
+            },
         };
         // PostgreSQL aborts the whole transaction on a failed statement: run
         // attempts that are expected to fail inside a savepoint.
         let isolate = self.inner.dialect == Dialect::Postgres && wait != Wait::Block;
-        let outcome = async {
+        let work = async {
             if !self.probes_first() {
                 run.prepare_cancel(&self.inner.canceller).await?;
             }
@@ -313,8 +356,24 @@ impl Locker {
                 outcome
             }
         }
-        .instrument(span.clone())
-        .await;
+        .instrument(span.clone());
+        let outcome = match self.answer_bound(wait) {
+            None => work.await,
+            Some(within) => {
+                let answered = tokio::time::timeout_at(started + within, work).await;
+                match answered {
+                    Ok(outcome) => outcome,
+                    Err(_elapsed) => {
+                        run.end_session();
+                        Err(Error::no_answer(
+                            format_args!("acquiring {}", run.what()),
+                            within,
+                            TxnState::Lost,
+                        ))
+                    }
+                }
+            }
+        };
         let statements = run.statements;
         let took = started.elapsed();
         span.record("statements", statements);
@@ -334,6 +393,22 @@ impl Locker {
             plan,
             statements,
         })
+    }
+
+    /// How long an acquisition waiting as `wait` may go on before its
+    /// connection is given up: a deadline's own time and a margin to cancel
+    /// the wait and read its answer; a no-wait's answer timeout; nothing for
+    /// a blocking wait (the server's lock wait timeout ends it) and on
+    /// SQLite (in-process: no network to lose).
+    fn answer_bound(&self, wait: Wait) -> Option<std::time::Duration> {
+        if self.inner.strategy == Strategy::SqliteWriteLock {
+            return None;
+        }
+        match wait {
+            Wait::Timeout(d) => Some(d + DEADLINE_MARGIN),
+            Wait::NoWait => Some(self.inner.config.answer_timeout()),
+            Wait::Block => None,
+        }
     }
 
     async fn take(&self, run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
@@ -435,7 +510,7 @@ impl Locker {
         plan: &LockPlan,
     ) -> Result<()> {
         if run.wait != Wait::NoWait && plan.locks().len() <= MAX_PROBED_KEYS {
-            let stmt = run.dialect.advisory_probe_statement(plan.locks());
+            let stmt = run.dialect.advisory_probe_statement(plan.locks(), run.lease);
             let rows = run.query(stmt, plan.locks().len() > 1).await?;
             let granted = rows
                 .first()
@@ -464,7 +539,7 @@ impl Locker {
             let wait = run.statement_wait(partial)?;
             let stmt = run
                 .dialect
-                .bucket_lock_statement(self.inner.config.table(), locks, wait);
+                .bucket_lock_statement(self.inner.config.table(), locks, wait, run.lease);
             // Earlier statements, or earlier rows of this one, may hold locks.
             let partial = partial || locks.len() > 1;
             let rows = run.query(stmt, partial).await?;
@@ -528,7 +603,7 @@ async fn take_advisory(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan)
         .chunks(run.dialect.max_rows_per_statement())
         .enumerate()
     {
-        let stmt = run.dialect.advisory_lock_statement(locks, try_only);
+        let stmt = run.dialect.advisory_lock_statement(locks, try_only, run.lease);
         let rows = run.query(stmt, i > 0 || locks.len() > 1).await?;
         if try_only && !all_granted(&rows, locks.len()) {
             return Err(Error::WouldBlock {
@@ -545,6 +620,27 @@ async fn take_advisory(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan)
 enum Restore {
     Nothing,
     Statement(Statement),
+}
+
+/// A MySQL-family pool whose sessions keep a silent client's locks longer
+/// than the configured lease is worth a warning (not an error: the locks
+/// still exclude; only their release after a partition is slower).
+fn warn_if_lease_longer(
+    dialect: Dialect,
+    found: Option<std::time::Duration>,
+    wanted: Option<std::time::Duration>,
+) {
+    let Some(wanted) = wanted.filter(|_| dialect.is_mysql_family()) else {
+        return;
+    };
+    if found.is_none_or(|found| found > wanted) {
+        tracing::warn!(
+            ?found,
+            ?wanted,
+            "hierlock: the pool's sessions keep a silent client's locks longer than the \
+             configured lease; set it on the pool with hierlock::lease::mysql_pool"
+        );
+    }
 }
 
 /// One acquisition in progress on one connection.
@@ -564,6 +660,18 @@ struct Run<'c, C> {
     cancel: Option<(Canceller, i64)>,
     /// A failed no-wait attempt may have left a prefix of the plan locked.
     holds_prefix: bool,
+    /// The lease to set for the transaction in its lock statements
+    /// (PostgreSQL; see [`Config::with_lease`]).
+    lease: Option<std::time::Duration>,
+}
+
+/// Whether an acquisition's transaction gets the lease (see
+/// [`Config::with_lease`]): not a [`LockHandle`](crate::LockHandle)'s, which
+/// is idle by design while the work it protects runs elsewhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Leased {
+    Yes,
+    No,
 }
 
 impl<C: ConnectionTrait> Run<'_, C> {
@@ -601,6 +709,19 @@ impl<C: ConnectionTrait> Run<'_, C> {
             guard.disarm();
         }
         outcome.map_err(|e| self.conflict(e, partial))
+    }
+
+    /// End the connection if it still runs a lock statement: the acquisition
+    /// was given up with its statement unanswered. In the background: the
+    /// server is asked from the side connection, which a dead network may
+    /// not reach either (the lease then ends the session).
+    fn end_session(&self) {
+        let Some((canceller, id)) = self.cancel.clone() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { canceller.cancel(id, End::Session).await });
+        }
     }
 
     /// `write Resource(u1/a1/r1), read User(u2)`, for messages.

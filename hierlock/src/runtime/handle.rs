@@ -1,5 +1,6 @@
 //! Locks that own their transaction: [`LockHandle`], the seed's `LockHandle`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sea_orm::{
@@ -7,9 +8,9 @@ use sea_orm::{
     IsolationLevel, Statement, TransactionTrait,
 };
 
-use crate::runtime::acquire::{Held, Locker};
+use crate::runtime::acquire::{Held, Leased, Locker};
 use crate::config::Wait;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TxnState};
 use crate::model::plan::LockPlan;
 use crate::model::target::Request;
 
@@ -31,6 +32,12 @@ pub struct LockHandle {
     /// `None` only while being released or dropped.
     txn: Option<DatabaseTransaction>,
     held: Held,
+    /// How long a lock check may go unanswered (the locker's
+    /// [`Config::answer_timeout`](crate::Config::answer_timeout)).
+    answer_timeout: Duration,
+    /// A check went unanswered: the connection has a statement in flight
+    /// that may never end, so it is not asked again.
+    abandoned: AtomicBool,
 }
 
 impl Locker {
@@ -66,12 +73,13 @@ impl Locker {
             .await
             .map_err(|e| Error::database("opening a lock transaction", e))?;
         // On failure `txn` is dropped here, which rolls it back.
-        let held = self
-            .lock_on(&txn, requests.into_iter().map(Into::into).collect(), wait)
-            .await?;
+        let requests = requests.into_iter().map(Into::into).collect();
+        let held = self.lock_on(&txn, requests, wait, Leased::No).await?;
         Ok(LockHandle {
             txn: Some(txn),
             held,
+            answer_timeout: self.config().answer_timeout(),
+            abandoned: AtomicBool::new(false),
         })
     }
 }
@@ -90,27 +98,49 @@ impl LockHandle {
     /// Release the locks now, by rolling the lock transaction back.
     ///
     /// # Errors
-    /// [`Error::Database`] if the rollback fails (the server then releases
-    /// the locks when the connection closes).
+    /// [`Error::Database`] if the rollback fails, or
+    /// [`Error::ConnectionLost`] if the server did not answer within the
+    /// locker's [answer timeout](crate::Config::with_answer_timeout): the
+    /// server then releases the locks when it sees the connection go.
     pub async fn release(mut self) -> Result<()> {
         let Some(txn) = self.txn.take() else {
             return Ok(());
         };
-        txn.rollback()
-            .await
-            .map_err(|e| Error::database("releasing locks", e))
+        let doing = "releasing locks";
+        let lost = || Error::no_answer(doing, self.answer_timeout, TxnState::Lost);
+        if self.abandoned.load(Ordering::Relaxed) {
+            // Its last check is still unanswered: a rollback would wait behind it.
+            return Err(lost());
+        }
+        match tokio::time::timeout(self.answer_timeout, txn.rollback()).await {
+            Ok(rolled_back) => rolled_back.map_err(|e| Error::database(doing, e)),
+            Err(_elapsed) => Err(lost()),
+        }
     }
 
     /// Whether the locks are still held: asks the server, on the handle's
     /// own connection. `false` once the connection is gone (the server
     /// restarted, the connection was killed): the server released the locks
-    /// with it, and whatever they protected may have changed.
+    /// with it, and whatever they protected may have changed. Also `false`
+    /// when the server does not answer within the locker's
+    /// [answer timeout](crate::Config::with_answer_timeout) (a dead network
+    /// never answers): the locks can then no longer be relied on, and the
+    /// handle's connection is abandoned (every later check is `false` too).
     pub async fn is_held(&self) -> bool {
         let Some(txn) = &self.txn else {
             return false;
         };
+        if self.abandoned.load(Ordering::Relaxed) {
+            return false;
+        }
         let ping = Statement::from_string(txn.get_database_backend(), "SELECT 1");
-        txn.query_one_raw(ping).await.is_ok()
+        match tokio::time::timeout(self.answer_timeout, txn.query_one_raw(ping)).await {
+            Ok(answer) => answer.is_ok(),
+            Err(_elapsed) => {
+                self.abandoned.store(true, Ordering::Relaxed);
+                false
+            }
+        }
     }
 
     /// Resolves when the locks are lost: checks [`LockHandle::is_held`]

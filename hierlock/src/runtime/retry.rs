@@ -4,12 +4,14 @@
 use std::time::Duration;
 
 use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};
+use tokio::time::Instant;
 
-use crate::backend::classify::{classify, is_connection_lost};
-use crate::error::Error;
+use crate::backend::classify::{classify, is_connection_lost, is_pool_timeout};
+use crate::error::{Error, no_answer_source};
 
 /// How [`retry`] retries: at most `max_attempts` runs, waiting a jittered,
-/// exponentially growing backoff between them.
+/// exponentially growing backoff between them, all within an optional
+/// deadline.
 ///
 /// The n-th wait is a random duration in `[b/2, b]`, with
 /// `b = min(max_backoff, first_backoff × 2ⁿ⁻¹)`: contenders that failed
@@ -19,15 +21,17 @@ pub struct RetryPolicy {
     max_attempts: u32,
     first_backoff: Duration,
     max_backoff: Duration,
+    deadline: Option<Duration>,
 }
 
 impl Default for RetryPolicy {
-    /// 5 attempts; backoffs from 10 ms, at most 1 s.
+    /// 5 attempts; backoffs from 10 ms, at most 1 s; no deadline.
     fn default() -> Self {
         RetryPolicy {
             max_attempts: 5,
             first_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_secs(1),
+            deadline: None,
         }
     }
 }
@@ -44,6 +48,28 @@ impl RetryPolicy {
         self.first_backoff = first;
         self.max_backoff = max.max(first);
         self
+    }
+
+    /// Finish within `budget` from the call, whatever the network does: every
+    /// attempt's `BEGIN`, work, `ROLLBACK` and `COMMIT` end by then. An
+    /// attempt still unanswered at the deadline (a dead network, a hung
+    /// server, or just slow work) is abandoned: its transaction is dropped
+    /// without waiting (the server rolls it back when the statement ends or
+    /// the session does; on a silent network, when the lease runs out: see
+    /// [`Config::with_lease`](crate::Config::with_lease)), and [`retry`]
+    /// returns a lost connection (for `hierlock::Error`,
+    /// [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost) with
+    /// [`TxnState::Lost`](crate::TxnState::Lost); during COMMIT with
+    /// [`TxnState::CommitUnknown`](crate::TxnState::CommitUnknown)). No
+    /// backoff runs past the deadline: the last failure is returned instead.
+    pub fn with_deadline(mut self, budget: Duration) -> Self {
+        self.deadline = Some(budget);
+        self
+    }
+
+    /// The deadline (see [`RetryPolicy::with_deadline`]), if any.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline
     }
 
     /// How many times the work runs at most.
@@ -99,9 +125,9 @@ impl Retryable for Error {
 impl Retryable for DbErr {
     /// Lock conflicts of the transaction's own statements (timeouts,
     /// deadlocks, as [`conflict_kind`](crate::conflict_kind) classifies
-    /// them) and lost connections.
+    /// them), lost connections, and a pool with no connection to hand out.
     fn is_retryable(&self) -> bool {
-        classify(self).is_some() || is_connection_lost(self)
+        classify(self).is_some() || is_connection_lost(self) || is_pool_timeout(self)
     }
 }
 
@@ -149,9 +175,13 @@ where
     F: AsyncFnMut(&DatabaseTransaction) -> Result<T, E>,
     E: Retryable + From<DbErr>,
 {
+    let deadline = policy.deadline.map(|budget| Deadline {
+        at: Instant::now() + budget,
+        budget,
+    });
     let mut attempt = 1;
     loop {
-        let failure: E = match run_once(db, &mut work).await {
+        let failure: E = match run_once(db, &mut work, deadline).await {
             Ok(value) => return Ok(value),
             Err(Attempt::Commit(err)) => return Err(E::from_lost_commit(err)),
             Err(Attempt::Failed(err)) => err,
@@ -160,6 +190,9 @@ where
             return Err(failure);
         }
         let wait = policy.backoff(attempt);
+        if deadline.is_some_and(|deadline| Instant::now() + wait >= deadline.at) {
+            return Err(failure);
+        }
         tracing::debug!(
             attempt,
             ?wait,
@@ -178,25 +211,69 @@ enum Attempt<E> {
     Commit(DbErr),
 }
 
-async fn run_once<T, E, F>(db: &DatabaseConnection, work: &mut F) -> Result<T, Attempt<E>>
+/// When [`retry`] gives up waiting, and the budget it was given (for messages).
+#[derive(Clone, Copy)]
+struct Deadline {
+    at: Instant,
+    budget: Duration,
+}
+
+impl Deadline {
+    /// What a step unanswered at the deadline returns: a lost connection.
+    fn passed(self, doing: &str) -> DbErr {
+        no_answer_source(format_args!(
+            "{doing}: no answer within retry's deadline of {:?}; the attempt's transaction is abandoned",
+            self.budget
+        ))
+    }
+}
+
+/// `step`, or, if the deadline passes first, the lost connection that
+/// leaves (the step is dropped).
+async fn within<F: Future>(
+    deadline: Option<Deadline>,
+    doing: &str,
+    step: F,
+) -> Result<F::Output, DbErr> {
+    match deadline {
+        None => Ok(step.await),
+        Some(deadline) => tokio::time::timeout_at(deadline.at, step)
+            .await
+            .map_err(|_elapsed| deadline.passed(doing)),
+    }
+}
+
+async fn run_once<T, E, F>(
+    db: &DatabaseConnection,
+    work: &mut F,
+    deadline: Option<Deadline>,
+) -> Result<T, Attempt<E>>
 where
     F: AsyncFnMut(&DatabaseTransaction) -> Result<T, E>,
     E: Retryable + From<DbErr>,
 {
-    let txn = db.begin().await.map_err(|e| Attempt::Failed(E::from(e)))?;
-    let value = match work(&txn).await {
-        Ok(value) => value,
-        Err(err) => {
+    let failed = |err: DbErr| Attempt::Failed(E::from(err));
+    let txn = within(deadline, "beginning", db.begin())
+        .await
+        .and_then(|begun| begun)
+        .map_err(failed)?;
+    // Past the deadline the transaction is dropped, which rolls it back
+    // without waiting.
+    let value = match within(deadline, "running the work", work(&txn)).await {
+        Ok(Ok(value)) => value,
+        Ok(Err(err)) => {
             // A failed rollback (the connection is gone) changes nothing:
             // the server rolls back a transaction whose connection closed.
-            let _ = txn.rollback().await;
+            let _ = within(deadline, "rolling back", txn.rollback()).await;
             return Err(Attempt::Failed(err));
         }
+        Err(lost) => return Err(failed(lost)),
     };
-    match txn.commit().await {
-        Ok(()) => Ok(value),
-        Err(err) if is_connection_lost(&err) => Err(Attempt::Commit(err)),
-        Err(err) => Err(Attempt::Failed(E::from(err))),
+    match within(deadline, "committing", txn.commit()).await {
+        Ok(Ok(())) => Ok(value),
+        Ok(Err(err)) if is_connection_lost(&err) => Err(Attempt::Commit(err)),
+        Ok(Err(err)) => Err(failed(err)),
+        Err(lost) => Err(Attempt::Commit(lost)),
     }
 }
 

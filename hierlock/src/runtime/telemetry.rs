@@ -43,6 +43,7 @@ fn kind_label(kind: ErrorKind) -> &'static str {
         ErrorKind::Misuse => "misuse",
         ErrorKind::UnsafeTopology => "unsafe_topology",
         ErrorKind::ConnectionLost => "connection_lost",
+        ErrorKind::PoolTimeout => "pool_timeout",
         ErrorKind::Database => "database",
     }
 }
