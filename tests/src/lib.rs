@@ -208,6 +208,22 @@ impl Fixture {
     /// # Panics
     /// If the server is unreachable through the proxy.
     pub async fn through(&self, proxy: &Proxy) -> (DatabaseConnection, Locker) {
+        self.through_with(proxy, self.config.clone(), None).await
+    }
+
+    /// [`Fixture::through`] with a locker configured as `config` (this lock
+    /// space's table and namespace, other settings of the test's own) and,
+    /// on the MySQL family, `lease` set on every connection of the pool with
+    /// `hierlock::lease::mysql_pool`.
+    ///
+    /// # Panics
+    /// If the server is unreachable through the proxy.
+    pub async fn through_with(
+        &self,
+        proxy: &Proxy,
+        config: Config,
+        lease: Option<Duration>,
+    ) -> (DatabaseConnection, Locker) {
         let url = self.backend.url();
         let direct = self.server_addr();
         let url = url.replacen(
@@ -215,8 +231,8 @@ impl Fixture {
             &format!(":{}/", proxy.port()),
             1,
         );
-        let db = connect(self.backend, &url, MAX_CONNECTIONS).await;
-        let locker = Locker::connect(&db, self.config.clone())
+        let db = connect_with(self.backend, &url, MAX_CONNECTIONS, lease).await;
+        let locker = Locker::connect(&db, config)
             .await
             .unwrap_or_else(|e| panic!("connecting a locker through the proxy: {e}"));
         (db, locker)
@@ -348,12 +364,24 @@ pub async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -
 const MAX_CONNECTIONS: u32 = 12;
 
 async fn connect(backend: Backend, url: &str, max_connections: u32) -> DatabaseConnection {
+    connect_with(backend, url, max_connections, None).await
+}
+
+async fn connect_with(
+    backend: Backend,
+    url: &str,
+    max_connections: u32,
+    lease: Option<Duration>,
+) -> DatabaseConnection {
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .max_connections(max_connections)
         .min_connections(1)
         .connect_timeout(Duration::from_secs(10))
         .sqlx_logging(false);
+    if let Some(lease) = lease {
+        options.map_sqlx_mysql_pool_opts(move |pool| hierlock::lease::mysql_pool(pool, lease));
+    }
     let connected = match backend {
         Backend::Sqlite => hierlock::sqlite::connect(options).await,
         _ => Database::connect(options).await,

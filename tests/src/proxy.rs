@@ -1,17 +1,21 @@
-//! A loopback TCP proxy that can cut its connections: a network failure
-//! between the application and the server, without touching the server.
+//! A loopback TCP proxy that can cut its connections or go silent: a
+//! network failure between the application and the server, without
+//! touching the server.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
-/// Forwards `127.0.0.1:<port>` to a server until [`Proxy::cut`] or drop.
+/// Forwards `127.0.0.1:<port>` to a server until [`Proxy::cut`],
+/// [`Proxy::silence`] or drop.
 pub struct Proxy {
     port: u16,
     accept: AbortHandle,
     links: Arc<Mutex<Vec<AbortHandle>>>,
+    silent: watch::Sender<bool>,
 }
 
 impl Proxy {
@@ -26,13 +30,28 @@ impl Proxy {
         let port = listener.local_addr().expect("local address").port();
         let links: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
         let accepted = Arc::clone(&links);
+        let (silent, silenced) = watch::channel(false);
         let accept = tokio::spawn(async move {
             while let Ok((mut client, _)) = listener.accept().await {
-                let Ok(mut upstream) = TcpStream::connect(server).await else {
-                    continue;
-                };
+                let mut silenced = silenced.clone();
                 let link = tokio::spawn(async move {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                    // A silent network also drops new connections' packets:
+                    // hold the client's socket, forwarding nothing.
+                    let silent_now = *silenced.borrow();
+                    if silent_now {
+                        std::future::pending::<()>().await;
+                    }
+                    let Ok(mut upstream) = TcpStream::connect(server).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+                        () = async { drop(silenced.wait_for(|silent| *silent).await) } => {
+                            // Both sockets stay open and nothing moves, in
+                            // either direction, until the link is cut.
+                            std::future::pending::<()>().await;
+                        }
+                    }
                 });
                 accepted.lock().expect("links").push(link.abort_handle());
             }
@@ -42,7 +61,16 @@ impl Proxy {
             port,
             accept,
             links,
+            silent,
         }
+    }
+
+    /// Stop forwarding, in both directions, on every connection and on new
+    /// ones, without closing any socket: a partition as a dead NAT entry or
+    /// a failed switch makes it, which neither end notices until a timeout
+    /// of its own. [`Proxy::cut`] (or drop) closes the sockets.
+    pub fn silence(&self) {
+        self.silent.send_replace(true);
     }
 
     /// The proxy's port on 127.0.0.1.

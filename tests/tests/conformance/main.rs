@@ -12,6 +12,7 @@ mod errors;
 mod faults;
 mod handle;
 mod matrix;
+mod partition;
 mod protected;
 mod scale;
 mod scenarios;
@@ -103,6 +104,11 @@ macro_rules! exact_tests {
             faults::a_cut_network_is_connection_lost_and_the_locks_go_with_it,
             faults::retry_runs_again_after_a_killed_connection,
             faults::retry_runs_again_after_a_deadlock,
+            partition::a_silent_network_ends_acquisitions_by_their_deadline,
+            partition::a_silent_network_ends_a_statement_and_a_commit_by_retrys_deadline,
+            partition::a_silent_clients_locks_are_freed_within_the_lease,
+            partition::a_lock_handle_on_a_silent_network_is_lost_by_its_answer_timeout,
+            partition::an_exhausted_pool_is_a_retryable_pool_timeout,
             errors::transaction_of_another_database_is_misuse,
             errors::server_lock_wait_timeout_while_blocking_is_lock_timeout,
             protected::protected_upsert_never_writes_a_row_inserted_since_the_check,
@@ -134,6 +140,7 @@ exact_tests!(mysql => hierlock_tests::Backend::MySql;
     errors::partial_lock_set_after_a_mysql_failure_stays_held,
     errors::dropped_table_is_not_provisioned);
 exact_tests!(postgres => hierlock_tests::Backend::Postgres;
+    partition::the_lease_ends_with_its_transaction,
     errors::postgres_failure_leaves_the_transaction_usable,
     errors::other_server_errors_are_database_errors);
 exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
@@ -145,6 +152,7 @@ exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     errors::missing_bucket_row_is_not_provisioned,
     errors::mismatched_or_missing_table_is_refused,
     errors::dropped_table_is_not_provisioned,
+    partition::the_lease_ends_with_its_transaction,
     errors::postgres_failure_leaves_the_transaction_usable);
 common_tests!(sqlite => hierlock_tests::Backend::Sqlite;
     cancel::timeouts_have_millisecond_precision,
