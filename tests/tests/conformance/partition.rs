@@ -20,6 +20,8 @@ fn assert_abandoned(err: &Error, state: TxnState) {
 }
 
 fn assert_within(what: &str, took: Duration, bound: Duration) {
+    // Printed for the docs' figures (`--nocapture`).
+    eprintln!("{what}: returned after {took:?} (bound {bound:?})");
     assert!(
         took <= bound + SLACK,
         "{what} took {took:?}, past its bound of {bound:?}"
@@ -163,6 +165,10 @@ pub async fn a_silent_clients_locks_are_freed_within_the_lease(backend: Backend)
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    eprintln!(
+        "a silent client's lock: free {:?} after the silence (lease {lease:?})",
+        silenced.elapsed()
+    );
     assert!(
         silenced.elapsed() >= lease - Duration::from_millis(100),
         "freed before the lease ran out: {:?}",
