@@ -60,7 +60,7 @@ pub enum Error {
     },
 
     /// A no-wait acquisition found a conflicting lock.
-    #[error("{what} is locked by another transaction (no-wait)")]
+    #[error("{what} is locked by another transaction (no-wait){}", server_text(source.as_ref()))]
     WouldBlock {
         /// The locks that were being taken.
         what: String,
@@ -73,7 +73,11 @@ pub enum Error {
 
     /// The wait for a conflicting lock ran out (the given timeout, or the
     /// server's own lock-wait timeout when blocking).
-    #[error("timed out{} waiting for {what}", .waited.map(|d| format!(" after {d:?}")).unwrap_or_default())]
+    #[error(
+        "timed out{} waiting for {what}{}",
+        .waited.map(|d| format!(" after {d:?}")).unwrap_or_default(),
+        server_text(source.as_ref())
+    )]
     LockTimeout {
         /// The locks that were being taken.
         what: String,
@@ -93,7 +97,7 @@ pub enum Error {
     /// COMMIT is reported the same way (Galera's 1213; Group Replication's
     /// 3101, and 1180 with engine error 149): the transaction is gone, and
     /// running it again may succeed.
-    #[error("deadlock while acquiring {what}")]
+    #[error("deadlock while acquiring {what}{}", server_text(Some(source)))]
     Deadlock {
         /// The locks that were being taken.
         what: String,
@@ -169,7 +173,7 @@ pub enum Error {
     /// the connection ended during COMMIT ([`Error::from_commit`]) the
     /// outcome is unknown ([`TxnState::CommitUnknown`]) and the error is not
     /// retryable.
-    #[error("lost the connection to the database while {doing}")]
+    #[error("lost the connection to the database while {doing}{}", server_text(Some(source)))]
     ConnectionLost {
         /// What hierlock was doing.
         doing: String,
@@ -185,7 +189,10 @@ pub enum Error {
     /// be opened in time). Nothing was sent to the server and no transaction
     /// was changed; retryable after a backoff. A pool that is always
     /// exhausted needs more connections or shorter transactions.
-    #[error("no connection from the pool within its acquire timeout while {doing}")]
+    #[error(
+        "no connection from the pool within its acquire timeout while {doing}{}",
+        server_text(Some(source))
+    )]
     PoolTimeout {
         /// What hierlock was doing.
         doing: String,
@@ -195,7 +202,7 @@ pub enum Error {
     },
 
     /// Any other database error.
-    #[error("database error while {doing}")]
+    #[error("database error while {doing}{}", server_text(Some(source)))]
     Database {
         /// What hierlock was doing.
         doing: String,
@@ -420,7 +427,7 @@ impl Error {
         txn_state: TxnState,
     ) -> Self {
         Error::ConnectionLost {
-            doing: format!("{doing} (no answer within {within:?}; the connection is abandoned)"),
+            doing: format!("{doing} (the connection is abandoned)"),
             txn_state,
             source: no_answer_source(format_args!("no answer from the server within {within:?}")),
         }
@@ -474,6 +481,22 @@ pub fn conflict_kind(err: &DbErr) -> Option<ErrorKind> {
         Conflict::NoWait => ErrorKind::WouldBlock,
         Conflict::Deadlock => ErrorKind::Deadlock,
     })
+}
+
+/// `: <the server's own words>` (the innermost cause of `source`, e.g.
+/// `1205 (HY000): Lock wait timeout exceeded; try restarting transaction`),
+/// for the messages of errors a server reported: as sqlx does, the text is
+/// in the message, so that a log line of `{err}` alone says what the
+/// server said; the whole chain stays in `source()`.
+fn server_text(source: Option<&DbErr>) -> String {
+    let Some(source) = source else {
+        return String::new();
+    };
+    let mut innermost: &dyn std::error::Error = source;
+    while let Some(next) = innermost.source() {
+        innermost = next;
+    }
+    format!(": {innermost}")
 }
 
 /// The driver-level error of a statement hierlock stopped waiting for: an
@@ -545,5 +568,23 @@ mod tests {
         }
         let other = Error::from_commit(DbErr::Custom("no server".to_owned()));
         assert_eq!(other.kind(), ErrorKind::Database, "{other}");
+    }
+
+    #[test]
+    fn messages_carry_the_servers_own_words() {
+        let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "server closed the socket");
+        let lost = Error::database("reading a row", driver(sea_orm::sqlx::Error::Io(eof)));
+        assert_eq!(lost.kind(), ErrorKind::ConnectionLost);
+        let message = lost.to_string();
+        assert!(message.starts_with("lost the connection to the database while reading a row: "), "{message}");
+        assert!(message.ends_with("server closed the socket"), "{message}");
+        let other = Error::database("reading a row", DbErr::Custom("no such table".to_owned()));
+        assert!(other.to_string().contains("no such table"), "{other}");
+        let no_wait = Error::WouldBlock {
+            what: "write User(u1)".to_owned(),
+            txn_state: TxnState::Unchanged,
+            source: None,
+        };
+        assert!(no_wait.to_string().ends_with("(no-wait)"), "{no_wait}");
     }
 }

@@ -280,3 +280,22 @@ async fn generic_transaction_parameters_take_their_locks() {
     txn.commit().await.expect("commit");
     assert_eq!(balance(&db, 10).await, Some(7));
 }
+
+/// `retry` in a spawned task, with the work as `async move |txn|` (as
+/// `retry`'s docs say: a borrowing `async |txn|` is not provably `Send`).
+#[tokio::test]
+async fn retry_runs_in_a_spawned_task() {
+    let db = database("spawnretry").await;
+    let locker = locker(&db).await;
+    let task = tokio::spawn(async move {
+        let policy = hierlock::RetryPolicy::default();
+        hierlock::retry(&db, &policy, async move |txn| {
+            locker
+                .acquire(txn, [hierlock::Target::account("1", "10").write()])
+                .await?;
+            Ok::<_, hierlock::Error>(7)
+        })
+        .await
+    });
+    assert_eq!(task.await.expect("joined").expect("committed"), 7);
+}

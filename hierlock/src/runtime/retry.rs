@@ -157,6 +157,13 @@ impl Retryable for DbErr {
 /// # Ok(()) }
 /// ```
 ///
+/// In a spawned task (`tokio::spawn` needs a `Send` future), write the work
+/// as `async move |txn| ..`: for a closure that borrows its captures
+/// (`async |txn| ..`) rustc cannot yet prove the future `Send` for every
+/// transaction lifetime ("implementation of `Send` is not general enough");
+/// moving the captures into the closure avoids it, and the closure still
+/// runs once per attempt.
+///
 /// # Errors
 /// The work's error when it is not retryable or the last attempt failed;
 /// `E::from(DbErr)` when the transaction cannot begin or commit. A commit
