@@ -141,6 +141,7 @@ exact_tests!(mysql => hierlock_tests::Backend::MySql;
     errors::dropped_table_is_not_provisioned);
 exact_tests!(postgres => hierlock_tests::Backend::Postgres;
     partition::the_lease_ends_with_its_transaction,
+    versions::unsigned_versions_on_postgres,
     errors::postgres_failure_leaves_the_transaction_usable,
     errors::other_server_errors_are_database_errors);
 exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
@@ -153,6 +154,7 @@ exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     errors::mismatched_or_missing_table_is_refused,
     errors::dropped_table_is_not_provisioned,
     partition::the_lease_ends_with_its_transaction,
+    versions::unsigned_versions_on_postgres,
     errors::postgres_failure_leaves_the_transaction_usable);
 common_tests!(sqlite => hierlock_tests::Backend::Sqlite;
     cancel::timeouts_have_millisecond_precision,

@@ -25,6 +25,9 @@ use hierlock_tests::{Backend, Fixture, bounded};
 /// A versioned resource table of one test: `$module` with table `$table`.
 macro_rules! versioned_table {
     ($module:ident, $table:tt) => {
+        versioned_table!($module, $table, i32);
+    };
+    ($module:ident, $table:tt, $version:ty) => {
         #[hierlock::protected(level = resource, user = user_id, account = account_id, resource = id, version = version)]
         pub mod $module {
             use hierlock::sea_orm::entity::prelude::*;
@@ -37,7 +40,7 @@ macro_rules! versioned_table {
                 pub user_id: String,
                 pub account_id: String,
                 pub balance: i64,
-                pub version: i32,
+                pub version: $version,
             }
 
             #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -51,6 +54,8 @@ versioned_table!(raced, "hlv_raced");
 versioned_table!(deleted, "hlv_deleted");
 versioned_table!(bulk, "hlv_bulk");
 versioned_table!(wrapped, "hlv_wrapped");
+versioned_table!(unsigned32, "hlv_unsigned32", u32);
+versioned_table!(unsigned16, "hlv_unsigned16", u16);
 
 /// A row as the tests compare it: (id, balance, version).
 type Row = (i64, i64, i32);
@@ -529,5 +534,62 @@ pub async fn a_version_at_its_largest_wraps_to_its_smallest(backend: Backend) {
     assert_eq!(
         contents(&fx, t::Table).await[..2],
         [(1, 11, i32::MIN), (2, 21, i32::MIN)]
+    );
+}
+
+/// PostgreSQL has no unsigned integers: SeaORM keeps a `u32` in an
+/// `INTEGER` column (read back as an `i32`), so a `u32` version wraps at
+/// `i32::MAX` there; a `u16`, which SeaORM cannot read on PostgreSQL, is
+/// refused before any SQL.
+pub async fn unsigned_versions_on_postgres(backend: Backend) {
+    let (fx, _turn) = seeded(backend, unsigned32::Table).await;
+    fx.exec(&format!(
+        "UPDATE hlv_unsigned32 SET version = {} WHERE id = 1",
+        i32::MAX
+    ))
+    .await;
+    let at_max = unsigned32::Entity::find_by_id(1)
+        .one(&fx.db)
+        .await
+        .expect("read")
+        .expect("row 1");
+    assert_eq!(at_max.version, i32::MAX as u32);
+    let txn = fx.begin().await;
+    let mut am = at_max.into_active_model();
+    am.balance = Set(11);
+    let wrapped = unsigned32::Entity::update(am)
+        .exec_versioned(&txn)
+        .await
+        .expect("a u32 version at i32::MAX wraps on PostgreSQL");
+    assert_eq!(wrapped.version, 0);
+    txn.commit().await.expect("commit");
+
+    fx.exec("DROP TABLE IF EXISTS hlv_unsigned16").await;
+    fx.exec(
+        "CREATE TABLE hlv_unsigned16 (id BIGINT NOT NULL PRIMARY KEY, user_id VARCHAR(16) NOT NULL, \
+         account_id VARCHAR(16) NOT NULL, balance BIGINT NOT NULL, version INTEGER NOT NULL)",
+    )
+    .await;
+    fx.exec("INSERT INTO hlv_unsigned16 VALUES (1, 'u1', 'a1', 10, 0)")
+        .await;
+    let txn = fx.begin().await;
+    let am = unsigned16::ActiveModel {
+        id: Unchanged(1),
+        user_id: Unchanged("u1".to_owned()),
+        account_id: Unchanged("a1".to_owned()),
+        balance: Set(11),
+        version: Unchanged(0),
+    };
+    let err = unsigned16::Entity::update(am)
+        .exec_versioned(&txn)
+        .await
+        .expect_err("a u16 version on PostgreSQL");
+    assert_eq!(err.kind(), ErrorKind::Misuse, "{err}");
+    assert!(err.to_string().contains("i16 or i32"), "{err}");
+    txn.commit().await.expect("commit");
+    assert_eq!(
+        contents(&fx, unsigned16::Table).await,
+        [(1, 10, 0)],
+        "nothing written"
     );
 }

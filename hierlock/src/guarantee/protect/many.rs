@@ -136,7 +136,13 @@ where
                 )));
             }
             let version = version_column::<E>()?;
-            if let Some(version) = version {
+            let backend = lock.txn().get_database_backend();
+            let version = match version {
+                Some(column) => Some((column, increment::<E>(column, backend)?)),
+                None => None,
+            };
+            if let Some((version, _)) = &version {
+                let version = *version;
                 let in_exprs = self
                     .exprs
                     .iter()
@@ -160,7 +166,7 @@ where
                 Checked::Covered(None) => return Ok(0),
                 Checked::Covered(Some(covered)) => {
                     return self
-                        .statement(covered, version)
+                        .statement(covered, version.clone())
                         .exec(txn)
                         .await
                         .map(|done| done.rows_affected)
@@ -179,7 +185,7 @@ where
             let mut updated = 0;
             for keys in rows.chunks(KEYS_PER_STATEMENT) {
                 updated += self
-                    .statement(primary_keys_in::<E>(keys), version)
+                    .statement(primary_keys_in::<E>(keys), version.clone())
                     .exec(txn)
                     .await
                     .map_err(|e| failed(&doing_update::<E>(), e))?
@@ -190,7 +196,8 @@ where
     }
 
     /// The `UPDATE` of the rows the filter and `rows` match.
-    fn statement(&self, rows: Condition, version: Option<E::Column>) -> UpdateMany<E> {
+    /// `version`: the version column and its increment.
+    fn statement(&self, rows: Condition, version: Option<(E::Column, SimpleExpr)>) -> UpdateMany<E> {
         let mut update = E::update_many().filter(self.filter.clone()).filter(rows);
         if let Some(model) = &self.model {
             update = update.set(model.clone());
@@ -198,8 +205,8 @@ where
         for (column, expr) in &self.exprs {
             update = update.col_expr(*column, expr.clone());
         }
-        if let Some(version) = version {
-            update = update.col_expr(version, increment::<E>(version));
+        if let Some((column, increment)) = version {
+            update = update.col_expr(column, increment);
         }
         update
     }

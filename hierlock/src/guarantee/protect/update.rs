@@ -2,7 +2,7 @@
 
 use sea_orm::sea_query::UpdateStatement;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbErr,
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
     EntityTrait, Iterable, PrimaryKeyToColumn, QueryFilter, QueryTrait,
 };
 
@@ -133,7 +133,8 @@ where
             let expected = required_version::<E>(&self.model, "update")?;
             refuse_move::<E>(&self.model, "update")?;
             let primary_key = primary_key_condition::<E>(&self.model, "update")?;
-            let statement = statement::<E>(self.model, Some(expected), Condition::all())?;
+            let backend = txn.get_database_backend();
+            let statement = statement::<E>(self.model, Some(expected), Condition::all(), backend)?;
             if txn.support_returning() {
                 if let Some(row) = returning_one::<E>(statement, txn).await? {
                     return Ok(row);
@@ -155,7 +156,8 @@ where
         if writes_a_column::<E>(&self.model)?
             && let Some(check) = coverage::row::<E>(lock, &self.model)
         {
-            let statement = statement::<E>(self.model.clone(), expected, check)?;
+            let backend = lock.txn().get_database_backend();
+            let statement = statement::<E>(self.model.clone(), expected, check, backend)?;
             if returning {
                 if let Some(row) = returning_one::<E>(statement, lock.txn()).await? {
                     return Ok(Written::Row(row));
@@ -212,6 +214,7 @@ fn statement<E: Protect>(
     model: E::ActiveModel,
     expected: Option<i64>,
     check: Condition,
+    backend: DbBackend,
 ) -> Result<UpdateStatement> {
     let version = version_column::<E>()?;
     let condition = match (version, expected) {
@@ -230,7 +233,7 @@ fn statement<E: Protect>(
         .filter(condition)
         .into_query();
     if let Some(column) = version {
-        statement.value(column, increment::<E>(column));
+        statement.value(column, increment::<E>(column, backend)?);
     }
     Ok(statement)
 }
@@ -270,7 +273,8 @@ async fn write<E: Protect>(
             .map_err(|e| failed(&doing::<E>(), e));
     }
     let primary_key = primary_key_condition::<E>(&model, "update")?;
-    let updated = execute::<E>(&statement::<E>(model, expected, Condition::all())?, txn).await?;
+    let statement = statement::<E>(model, expected, Condition::all(), txn.get_database_backend())?;
+    let updated = execute::<E>(&statement, txn).await?;
     if updated == 0 {
         if let Some(expected) = expected {
             why_unwritten::<E>(primary_key, expected, txn, "update").await?;

@@ -181,7 +181,7 @@ where
                     (Arm::Checked, _) => {
                         on_conflict.update_columns(columns.iter().copied());
                         if let Some(version) = version {
-                            on_conflict.value(version, increment::<E>(version));
+                            on_conflict.value(version, increment::<E>(version, backend)?);
                         }
                     }
                     // No `WHERE` on `ON DUPLICATE KEY UPDATE`: each column
@@ -204,14 +204,14 @@ where
                         }
                         if let Some(version) = version {
                             let kept = Expr::col(version);
-                            values.push((version, if_else(same, increment::<E>(version), kept)));
+                            values.push((version, if_else(same, increment::<E>(version, backend)?, kept)));
                         }
                         on_conflict.values(values);
                     }
                     (Arm::NewRowsNode, _) => {
                         on_conflict.update_columns(columns.iter().copied());
                         if let Some(version) = version {
-                            on_conflict.value(version, increment::<E>(version));
+                            on_conflict.value(version, increment::<E>(version, backend)?);
                         }
                         on_conflict.action_and_where(same_node::<E>(&self.model, backend));
                     }

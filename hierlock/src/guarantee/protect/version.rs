@@ -13,7 +13,7 @@
 use std::str::FromStr;
 
 use sea_orm::sea_query::{Expr, ExprTrait as _, SimpleExpr};
-use sea_orm::{ActiveModelTrait, Condition, IdenStatic, QueryFilter};
+use sea_orm::{ActiveModelTrait, Condition, DbBackend, IdenStatic, QueryFilter};
 
 use super::{
     Protect, describe_row, id_columns, load_for_write, row_target, table,
@@ -67,6 +67,8 @@ macro_rules! version_numbers {
     )*};
 }
 
+// Unsigned versions work on the MySQL family and SQLite; on PostgreSQL a
+// `u32` wraps at `i32::MAX` and a `u16` is refused (see `increment`).
 version_numbers!(i16, i32, i64, u16, u32);
 
 /// A version field's value, as an `i64` (what generated code calls).
@@ -171,12 +173,35 @@ pub(super) fn refuse_move<E: Protect>(model: &E::ActiveModel, action: &str) -> R
 /// `version = version + 1`, for `E`'s version column, wrapping from the
 /// type's largest value to its smallest (instead of an out-of-range error
 /// after 2³¹ − 1 writes of one `i32` row).
-pub(super) fn increment<E: Protect>(column: E::Column) -> SimpleExpr {
+///
+/// # Errors
+/// `Misuse` for a `u16` version on PostgreSQL (see [`version_range_on`]).
+pub(super) fn increment<E: Protect>(column: E::Column, backend: DbBackend) -> Result<SimpleExpr> {
     let current = Expr::col((E::default(), column));
-    let (min, max) = E::version_range();
-    Expr::case(current.clone().eq(max), min)
+    let (min, max) = version_range_on::<E>(column, backend)?;
+    Ok(Expr::case(current.clone().eq(max), min)
         .finally(current.add(1))
-        .into()
+        .into())
+}
+
+/// The range `E`'s version wraps in on `backend`. PostgreSQL has no unsigned
+/// integers: SeaORM stores a `u32` in an `INTEGER` column and reads it back
+/// as an `i32`, so a `u32` version wraps at `i32::MAX` there; a `u16` it
+/// cannot read at all, so a `u16` version is refused before any SQL (the
+/// message names the type to use).
+fn version_range_on<E: Protect>(column: E::Column, backend: DbBackend) -> Result<(i64, i64)> {
+    let (min, max) = E::version_range();
+    let unsigned = min == 0;
+    match (backend, unsigned, max) {
+        (DbBackend::Postgres, true, max) if max == i64::from(u16::MAX) => Err(Error::Misuse(format!(
+            "version column `{}` of `{}` is a u16, which SeaORM cannot read on PostgreSQL \
+             (it has no unsigned integers): declare it i16 or i32",
+            column.as_str(),
+            table::<E>()
+        ))),
+        (DbBackend::Postgres, true, _) => Ok((0, i64::from(i32::MAX))),
+        _ => Ok((min, max)),
+    }
 }
 
 /// `Conflict` if the stored row is at another version than `expected`.
