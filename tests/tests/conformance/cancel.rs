@@ -142,9 +142,11 @@ pub async fn timeouts_have_millisecond_precision(backend: Backend) {
     let waited = started.elapsed();
     assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
     eprintln!("{backend:?}: Wait::Timeout({timeout:?}) gave up after {waited:?}");
-    // Whole seconds (the servers' own setting) would be 1 s.
+    // Whole seconds (the servers' own setting) would be 1 s; a side
+    // connection opened only when the first wait is cancelled would make
+    // this first timed acquisition of the locker 50–115 ms late.
     assert!(
-        waited >= timeout && waited < Duration::from_millis(900),
+        waited >= timeout && waited < timeout + Duration::from_millis(45),
         "waited {waited:?} for a {timeout:?} timeout"
     );
 }
