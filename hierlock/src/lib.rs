@@ -1,3 +1,7 @@
+// The README's links to the guide's pages point at `hierlock::guide` on
+// docs.rs: rustdoc takes the first definition of a link label (see
+// `docs.rs`, beside this file).
+#![doc = include_str!("guide-links.md")]
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 // The one exception is SQLite's busy handler (`backend::sqlite::busy_handler`).
@@ -26,15 +30,8 @@ with_a_backend! {
     #[cfg(doctest)]
     #[doc = include_str!("../../README.md")]
     struct WorkspaceReadme;
-    /// The guide to `#[protected]` and `#[hierlocked]`, whose snippets are
-    /// compiled the same way.
-    #[cfg(doctest)]
-    #[doc = include_str!("../../docs/hierlocked.md")]
-    struct HierlockedGuide;
-    /// The deployment guide, the same way.
-    #[cfg(doctest)]
-    #[doc = include_str!("../../docs/topologies.md")]
-    struct TopologiesGuide;
+    mod docs;
+    pub use docs::guide;
     #[doc(hidden)]
     #[path = "private.rs"]
     pub mod __private;
