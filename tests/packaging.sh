@@ -13,9 +13,18 @@
 #   hierlock, `Locker::connect` must refuse SQLite;
 # - with no backend feature, the build must fail with hierlock's one
 #   compile_error! and nothing else;
-# - the crate docs (what docs.rs shows) build with no warning, and the three
-#   crates pack, hierlock with the README its crate docs include (the
-#   README's links to docs/ are repository URLs: docs/ is not packaged).
+# - `cargo doc -p hierlock` with no feature fails with that compile_error!,
+#   which names the features and the command-line flags to add;
+# - the crate docs (what docs.rs shows, all features, the guide included)
+#   build with no warning;
+# - `cargo publish --dry-run` of the three crates together, in dependency
+#   order: each is packed (hierlock with its README and the guide's pages,
+#   `hierlock/docs` being a link to `docs/`), its dependencies are resolved
+#   from crates.io (the unpublished siblings from cargo's local registry of
+#   the packages just made), and it is built from its .crate with all
+#   features (hierlock without a backend is a compile error by design). Not
+#   checked, as nothing is uploaded: that the names are free on crates.io,
+#   crates.io's own checks at upload, and the packed crates' tests.
 #
 # CARGO_TARGET_DIR defaults to the workspace's target/: the lock file is the
 # workspace's, so every dependency built with the same features is reused
@@ -71,6 +80,15 @@ if ! grep -q 'hierlock needs a database: enable one or more of its features' <<<
     exit 1
 fi
 
+step "cargo doc -p hierlock with no feature: the compile_error! says what to add"
+if output=$(cargo "+$toolchain" doc -p hierlock --no-deps 2>&1) ||
+    ! grep -q 'hierlock needs a database.*cargo doc -p hierlock --all-features' <<<"$output" ||
+    ! grep -q 'with cargo `--features postgres` (or `mysql`, `sqlite`, `--all-features`)' <<<"$output"; then
+    echo "$output" >&2
+    echo "tests/packaging.sh: cargo doc -p hierlock without a feature should fail naming the features" >&2
+    exit 1
+fi
+
 step "crate docs, warnings denied"
 # rustdoc's warnings fail with -D; cargo's own (e.g. two targets writing one
 # doc page) are only printed, so they are looked for.
@@ -82,14 +100,14 @@ if ! output=$(RUSTDOCFLAGS="-D warnings" cargo "+$toolchain" doc --no-deps --all
     exit 1
 fi
 
-step "cargo package: the crates pack together, each with its README"
-# --no-verify: verifying builds every crate again from its .crate; the
-# builds above already compiled the same sources.
-cargo "+$toolchain" package --no-verify --allow-dirty \
-    -p hierlock-macros -p hierlock -p hierlock-migration
+step "cargo publish --dry-run: the three crates pack, resolve and build from their .crate files"
 listed=$(cargo "+$toolchain" package --list --allow-dirty -p hierlock)
-if ! grep -qx 'README.md' <<<"$listed"; then
-    echo "tests/packaging.sh: hierlock's package lacks README.md (its crate docs)" >&2
-    exit 1
-fi
+for file in README.md docs/README.md docs/hierlocked.md; do
+    if ! grep -qx "$file" <<<"$listed"; then
+        echo "tests/packaging.sh: hierlock's package lacks $file (its crate docs include it)" >&2
+        exit 1
+    fi
+done
+cargo "+$toolchain" publish --dry-run --allow-dirty --all-features \
+    -p hierlock-macros -p hierlock -p hierlock-migration
 step "ok"

@@ -10,7 +10,9 @@
 #[cfg(not(any(feature = "mysql", feature = "postgres", feature = "sqlite")))]
 compile_error!(
     "hierlock needs a database: enable one or more of its features `mysql` (MySQL and MariaDB), \
-     `postgres` or `sqlite`, e.g. `hierlock = { version = \"0.1\", features = [\"postgres\"] }`"
+     `postgres` or `sqlite`: in Cargo.toml `hierlock = { .., features = [\"postgres\"] }`; \
+     with cargo `--features postgres` (or `mysql`, `sqlite`, `--all-features`), \
+     e.g. `cargo doc -p hierlock --all-features`"
 );
 
 /// Compiles the crate only with a backend feature: without one, SeaORM has
