@@ -4,10 +4,12 @@
 //! statement is interrupted ([`cancel`]; on SQLite, in its busy handler) and
 //! where its locks would not exclude ([`topology`]).
 
+pub(crate) mod bucket_rows;
 pub(crate) mod cancel;
 pub(crate) mod classify;
 pub(crate) mod dialect;
 mod mysql;
-mod postgres;
+pub(crate) mod postgres;
+pub(crate) mod run;
 pub(crate) mod sqlite;
 pub(crate) mod topology;

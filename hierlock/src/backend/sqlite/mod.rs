@@ -10,6 +10,7 @@
 #[cfg(feature = "sqlite")]
 #[allow(unsafe_code)]
 pub(crate) mod busy_handler;
+pub(crate) mod lock;
 pub(crate) mod waits;
 
 use sea_orm::{DbBackend, DbErr, Statement};

@@ -5,6 +5,8 @@
 //! statement per run of equal modes; it has no per-statement lock timeout,
 //! so hierlock cancels a statement at the deadline (see `cancel`).
 
+pub(crate) mod advisory;
+
 use std::fmt::Write as _;
 use std::time::Duration;
 

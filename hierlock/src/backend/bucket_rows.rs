@@ -1,0 +1,103 @@
+//! Locks as row locks on the bucket table (MySQL, MariaDB; PostgreSQL with
+//! `PostgresLocks::BucketTable`): a plan's statements, in key order, and
+//! the check that every planned row was there to lock.
+
+use sea_orm::{ConnectionTrait, QueryResult};
+
+use super::cancel::Canceller;
+use super::run::Run;
+use crate::config::{TableName, Wait};
+use crate::error::{Error, ErrorKind, Result, TxnState};
+use crate::model::plan::{KeyKind, LockPlan, PlannedLock};
+
+/// Try the plan with `NOWAIT`; if a row is taken, wait for it (the rows
+/// the attempt locked stay locked: a prefix of the plan, in order, which
+/// the waiting statements take again).
+pub(crate) async fn take_probing(
+    run: &mut Run<'_, impl ConnectionTrait>,
+    plan: &LockPlan,
+    table: &TableName,
+    canceller: &Canceller,
+) -> Result<()> {
+    if run.wait == Wait::NoWait {
+        return take(run, plan, table).await;
+    }
+    let wait = std::mem::replace(&mut run.wait, Wait::NoWait);
+    let probe = take(run, plan, table).await;
+    run.wait = wait;
+    match probe {
+        Err(err) if err.kind() == ErrorKind::WouldBlock => {
+            run.holds_prefix = plan.locks().len() > 1;
+            run.prepare_cancel(canceller).await?;
+            take(run, plan, table).await
+        }
+        other => other,
+    }
+}
+
+/// The plan's statements (see [`Dialect::split_bucket_plan`](super::dialect::Dialect::split_bucket_plan)), in key
+/// order: mixed modes in one statement on the MySQL family, one run of
+/// equal modes at a time on PostgreSQL.
+pub(crate) async fn take(
+    run: &mut Run<'_, impl ConnectionTrait>,
+    plan: &LockPlan,
+    table: &TableName,
+) -> Result<()> {
+    let statements = run.dialect.split_bucket_plan(plan.locks());
+    for (i, locks) in statements.into_iter().enumerate() {
+        let partial = run.holds_prefix || i > 0;
+        let wait = run.statement_wait(partial)?;
+        let stmt = run
+            .dialect
+            .bucket_lock_statement(table, locks, wait, run.lease);
+        // Earlier statements, or earlier rows of this one, may hold locks.
+        let partial = partial || locks.len() > 1;
+        let rows = run.query(stmt, partial).await?;
+        check_provisioned(table, locks, &rows, partial || !rows.is_empty())?;
+    }
+    Ok(())
+}
+
+/// Fail closed: every planned row must have been returned, hence locked.
+fn check_provisioned(
+    table: &TableName,
+    locks: &[PlannedLock],
+    rows: &[QueryResult],
+    partial: bool,
+) -> Result<()> {
+    if rows.len() == locks.len() {
+        return Ok(());
+    }
+    let found: std::collections::HashSet<(i64, i64)> = rows
+        .iter()
+        .filter_map(|row| {
+            Some((
+                row.try_get("", "locked_level").ok()?,
+                row.try_get("", "locked_bucket").ok()?,
+            ))
+        })
+        .collect();
+    let missing = locks
+        .iter()
+        .find(|lock| !found.contains(&(i64::from(lock.key.table_level()), lock.key.slot)))
+        .unwrap_or(&locks[0]);
+    let (key, bucket) = (missing.key, missing.key.slot);
+    let (row, stripe) = match key.kind {
+        KeyKind::Node => (u32::try_from(bucket).ok().map(|b| (key.level, b)), ""),
+        KeyKind::Stripe => (None, " stripes"),
+    };
+    Err(Error::NotProvisioned {
+        what: format!(
+            "bucket row (level {} = {}{stripe}, bucket {bucket}) of `{}`",
+            key.table_level(),
+            key.level,
+            table
+        ),
+        row,
+        txn_state: if partial {
+            TxnState::PartiallyLocked
+        } else {
+            TxnState::Unchanged
+        },
+    })
+}

@@ -1,0 +1,312 @@
+//! One acquisition in progress on one connection: [`Run`] sends its lock
+//! statements, bounds their waits by its deadline (cancelling a waiting
+//! statement on the server), and types their failures with what they left
+//! in the transaction. Each backend's way of taking a plan drives a `Run`.
+
+use std::time::Duration;
+
+use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement};
+use tokio::time::Instant;
+
+use super::cancel::{CancelOnDrop, Canceller, End};
+use super::classify::{Conflict, classify, is_missing_table, lock_memory_full_hint};
+use super::dialect::Dialect;
+use crate::config::Wait;
+use crate::error::{Error, Result, TxnState};
+use crate::model::target::Request;
+
+const SAVEPOINT: &str = "hierlock_acquire";
+
+/// How long to wait for a lock statement interrupted at its deadline to end.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One acquisition in progress on one connection.
+pub(crate) struct Run<'c, C> {
+    pub(crate) conn: &'c C,
+    pub(crate) dialect: Dialect,
+    pub(crate) wait: Wait,
+    /// When a [`Wait::Timeout`] acquisition gives up, whatever it is doing.
+    pub(crate) deadline: Option<Instant>,
+    /// What was asked for: described only when an error needs it.
+    requests: &'c [Request],
+    /// How many locks the plan takes.
+    locks: usize,
+    pub(crate) statements: usize,
+    /// The canceller and the server-side id of `conn`, for statements that
+    /// may wait.
+    cancel: Option<(Canceller, i64)>,
+    /// A failed no-wait attempt may have left a prefix of the plan locked.
+    pub(crate) holds_prefix: bool,
+    /// The lease to set for the transaction in its lock statements
+    /// (PostgreSQL; see [`Config::with_lease`](crate::Config::with_lease)).
+    pub(crate) lease: Option<Duration>,
+}
+
+impl<'c, C: ConnectionTrait> Run<'c, C> {
+    /// An acquisition of `requests`' plan (`locks` locks) on `conn`,
+    /// waiting as `wait` says until `deadline`, setting `lease` where the
+    /// server takes it in a lock statement.
+    pub(crate) fn new(
+        conn: &'c C,
+        dialect: Dialect,
+        wait: Wait,
+        deadline: Option<Instant>,
+        requests: &'c [Request],
+        locks: usize,
+        lease: Option<Duration>,
+    ) -> Self {
+        Run {
+            conn,
+            dialect,
+            wait,
+            deadline,
+            requests,
+            locks,
+            statements: 0,
+            cancel: None,
+            holds_prefix: false,
+            lease,
+        }
+    }
+
+    /// Run one lock statement; classify its failure. `partial` says whether
+    /// locks of this acquisition may already be held when it fails.
+    ///
+    /// A statement that may wait is cancelled on the server if its future is
+    /// dropped, and when the deadline passes.
+    pub(crate) async fn query(&mut self, stmt: Statement, partial: bool) -> Result<Vec<QueryResult>> {
+        self.statements += 1;
+        tracing::trace!(sql = %stmt.sql, "hierlock lock statement");
+        let guard: Option<CancelOnDrop> = self
+            .cancel
+            .as_ref()
+            .map(|(canceller, id)| canceller.arm(*id));
+        let statement = self.conn.query_all_raw(stmt);
+        // Only a statement that can be cancelled is given up at the deadline
+        // (SQLite's wait ends in its busy handler, or with its busy timeout,
+        // set to the time left).
+        let deadline = self.deadline.filter(|_| guard.is_some());
+        let outcome = match deadline {
+            None => statement.await,
+            Some(deadline) => match tokio::time::timeout_at(deadline, statement).await {
+                Ok(outcome) => outcome,
+                Err(_elapsed) => {
+                    if let Some(guard) = guard {
+                        guard.cancel_now().await;
+                    }
+                    self.drain().await;
+                    return Err(self.deadline_passed(true));
+                }
+            },
+        };
+        if let Some(guard) = guard {
+            guard.disarm();
+        }
+        outcome.map_err(|e| self.conflict(e, partial))
+    }
+
+    /// End the connection if it still runs a lock statement: the acquisition
+    /// was given up with its statement unanswered. In the background: the
+    /// server is asked from the side connection, which a dead network may
+    /// not reach either (the lease then ends the session).
+    pub(crate) fn end_session(&self) {
+        let Some((canceller, id)) = self.cancel.clone() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { canceller.cancel(id, End::Session).await });
+        }
+    }
+
+    /// `write Resource(u1/a1/r1), read User(u2)`, for messages.
+    pub(crate) fn what(&self) -> String {
+        describe_requests(self.requests)
+    }
+
+    /// Read what the interrupted statement left on the connection (its
+    /// error: MySQL 1317, PostgreSQL 57014), so that the transaction's next
+    /// statement gets its own answer. Bounded: if the cancellation did not
+    /// reach the server, the statement ends with the server's own timeout.
+    pub(crate) async fn drain(&self) {
+        let ping = Statement::from_string(self.dialect.backend(), "SELECT 1");
+        let drained = tokio::time::timeout(DRAIN_TIMEOUT, self.conn.execute_raw(ping)).await;
+        if drained.is_err() {
+            tracing::warn!(
+                "hierlock: an interrupted lock statement did not end; its connection stays busy"
+            );
+        }
+    }
+
+    /// Learn the server-side id of the connection, so that a statement that
+    /// waits can be cancelled: one round trip, for acquisitions that may wait
+    /// on a server that can cancel.
+    pub(crate) async fn prepare_cancel(&mut self, canceller: &Canceller) -> Result<()> {
+        if self.wait == Wait::NoWait {
+            return Ok(());
+        }
+        let Some(stmt) = canceller.connection_id_statement() else {
+            return Ok(());
+        };
+        canceller.warm();
+        let doing = || format!("acquiring {}", self.what());
+        let row = self
+            .conn
+            .query_one_raw(stmt)
+            .await
+            .map_err(|e| Error::database(doing(), e))?;
+        let id: i64 = row
+            .map(|row| row.try_get("", "id"))
+            .transpose()
+            .map_err(|e| Error::database(doing(), e))?
+            .unwrap_or_default();
+        self.cancel = Some((canceller.clone(), id));
+        Ok(())
+    }
+
+    /// The wait of the next lock statement: the time left before the
+    /// deadline (the server's own limit where it has one per statement;
+    /// hierlock cancels the statement at the deadline in any case).
+    /// `partial`: earlier statements of this acquisition may hold locks.
+    pub(crate) fn statement_wait(&self, partial: bool) -> Result<Wait> {
+        let Some(deadline) = self.deadline.filter(|_| self.wait != Wait::NoWait) else {
+            return Ok(self.wait);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.deadline_passed(partial));
+        }
+        Ok(Wait::Timeout(left))
+    }
+
+    /// The deadline of a [`Wait::Timeout`] passed. `partial`: locks of this
+    /// acquisition may be held (on the MySQL family a statement interrupted
+    /// at the deadline may have been granted just before).
+    pub(crate) fn deadline_passed(&self, partial: bool) -> Error {
+        let txn_state = match self.dialect {
+            // The attempt runs in a savepoint, rolled back by `close_savepoint`.
+            Dialect::Postgres => TxnState::Aborted,
+            _ if partial => TxnState::PartiallyLocked,
+            _ => TxnState::Unchanged,
+        };
+        Error::LockTimeout {
+            what: self.what(),
+            waited: match self.wait {
+                Wait::Timeout(d) => Some(d),
+                _ => None,
+            },
+            txn_state,
+            source: None,
+        }
+    }
+
+    /// Run a bookkeeping statement (timeouts, savepoints).
+    pub(crate) async fn exec(&self, stmt: Statement, doing: &str) -> Result<()> {
+        self.conn
+            .execute_raw(stmt)
+            .await
+            .map(drop)
+            .map_err(|e| Error::database(doing, e))
+    }
+
+    pub(crate) fn conflict(&self, err: DbErr, partial: bool) -> Error {
+        let what = self.what();
+        let family = self.dialect.is_mysql_family();
+        let busy_state = match self.dialect {
+            // Outside a savepoint, any error aborts a PostgreSQL transaction.
+            Dialect::Postgres => TxnState::Aborted,
+            _ if partial => TxnState::PartiallyLocked,
+            _ => TxnState::Unchanged,
+        };
+        match classify(&err) {
+            Some(Conflict::NoWait) => Error::WouldBlock {
+                what,
+                txn_state: busy_state,
+                source: Some(err),
+            },
+            Some(Conflict::Busy) if self.wait == Wait::NoWait => Error::WouldBlock {
+                what,
+                txn_state: busy_state,
+                source: Some(err),
+            },
+            Some(Conflict::Busy) => Error::LockTimeout {
+                what,
+                waited: match self.wait {
+                    Wait::Timeout(d) => Some(d),
+                    _ => None,
+                },
+                txn_state: busy_state,
+                source: Some(err),
+            },
+            Some(Conflict::Deadlock) => Error::Deadlock {
+                what,
+                txn_state: if family {
+                    TxnState::RolledBack
+                } else {
+                    TxnState::Aborted
+                },
+                source: err,
+            },
+            // The table was dropped (or never created on this schema) after
+            // `Locker::connect` checked it.
+            None if is_missing_table(&err) => Error::NotProvisioned {
+                what: format!("the lock table for {what} ({err})"),
+                row: None,
+                txn_state: busy_state,
+            },
+            None => match lock_memory_full_hint(&err) {
+                Some(hint) => Error::database_in(
+                    format!("acquiring {} locks ({what}): {hint}", self.locks),
+                    err,
+                    busy_state,
+                ),
+                None => Error::database_in(format!("acquiring {what}"), err, busy_state),
+            },
+        }
+    }
+
+    pub(crate) fn savepoint_statement(&self, verb: &str) -> Statement {
+        Statement::from_string(self.dialect.backend(), format!("{verb} {SAVEPOINT}"))
+    }
+
+    /// End the attempt's savepoint: keep its locks on success; on failure roll
+    /// back to it, which also releases any lock the attempt took, so the
+    /// transaction is left exactly as it was.
+    pub(crate) async fn close_savepoint(&mut self, outcome: Result<()>) -> Result<()> {
+        match outcome {
+            Ok(()) => {
+                self.exec(
+                    self.savepoint_statement("RELEASE SAVEPOINT"),
+                    "releasing the savepoint",
+                )
+                .await
+            }
+            Err(err) => {
+                self.exec(
+                    self.savepoint_statement("ROLLBACK TO SAVEPOINT"),
+                    "rolling back to the savepoint",
+                )
+                .await?;
+                self.exec(
+                    self.savepoint_statement("RELEASE SAVEPOINT"),
+                    "releasing the savepoint",
+                )
+                .await?;
+                Err(err.with_txn_state(TxnState::Unchanged))
+            }
+        }
+    }
+}
+
+/// `write Resource(u1/a1/r1), read User(u2)`, shortened after a few.
+pub(crate) fn describe_requests(requests: &[Request]) -> String {
+    const SHOWN: usize = 4;
+    let mut text: Vec<String> = requests
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if requests.len() > SHOWN {
+        text.push(format!("and {} more", requests.len() - SHOWN));
+    }
+    text.join(", ")
+}
