@@ -44,13 +44,16 @@ impl Proxy {
                     let Ok(mut upstream) = TcpStream::connect(server).await else {
                         return;
                     };
+                    // Biased: once silenced, no byte is forwarded, however
+                    // the wake-ups of the two branches fall.
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+                        biased;
                         () = async { drop(silenced.wait_for(|silent| *silent).await) } => {
                             // Both sockets stay open and nothing moves, in
                             // either direction, until the link is cut.
                             std::future::pending::<()>().await;
                         }
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
                     }
                 });
                 accepted.lock().expect("links").push(link.abort_handle());
