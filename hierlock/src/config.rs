@@ -102,6 +102,13 @@ pub enum Wait {
     /// time left and restored after. No session setting is changed on MySQL,
     /// MariaDB or PostgreSQL, nor on SQLite with the handler. Must be
     /// non-zero (use [`Wait::NoWait`]) and at most [`MAX_TIMEOUT`].
+    ///
+    /// On a network that has gone silent (nothing answers, nothing is
+    /// closed) the acquisition still returns by the deadline plus
+    /// [`DEADLINE_MARGIN`], with
+    /// [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost): the
+    /// connection is given up, and the server frees what it held within the
+    /// lease (see [`Config::with_lease`]).
     Timeout(Duration),
 }
 
