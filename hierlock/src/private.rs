@@ -12,6 +12,9 @@ use crate::model::id::LockId;
 use crate::guarantee::proof::{AccessMarker, LevelMarker, Locked, Prior};
 use crate::model::target::{Access, Request, Target};
 
+pub use crate::guarantee::facade::{
+    Facade, NotAModel, NotAnEntity, RelationTarget, relation_target, unreachable_facade,
+};
 pub use crate::guarantee::protect::{
     IdParse, IdType, NoIdParse, NoVersionRange, VersionRange, VersionType, active_value, id_text,
     version_number,

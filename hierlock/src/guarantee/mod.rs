@@ -3,3 +3,4 @@
 
 pub mod proof;
 pub(crate) mod protect;
+pub(crate) mod facade;
