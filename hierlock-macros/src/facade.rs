@@ -7,6 +7,7 @@
 //!     pub use super::__hierlock_resource::*;            // Model, Column, Relation, ..
 //!     pub use super::__hierlock_resource::Entity as Table;  // for relations
 //!     pub struct Entity;              // find(), find_by_id(); insert(..).exec(&lock), ..
+//!     impl EntityTrait for Entity where &(): __hierlock_NotAnEntity { .. }  // never met: see `not_an_entity`
 //!     pub struct ActiveModel { .. }   // the same fields; no SeaORM write methods
 //! }
 //! #[doc(hidden)]
@@ -42,7 +43,8 @@ pub(crate) fn expand(
         content,
         ..
     } = module;
-    let items = content.map(|(_, items)| items).unwrap_or_default();
+    let mut items = content.map(|(_, items)| items).unwrap_or_default();
+    crate::relations::rewrite(krate, &mut items);
     let sealed = format_ident!("__hierlock_{}", name);
     let sea_orm = quote!(#krate::__private::sea_orm);
     let columns = active_columns(&items);
@@ -53,13 +55,19 @@ pub(crate) fn expand(
         .iter()
         .filter(|i| matches!(i, Item::Use(_)) && !imports_sea_orm(i))
         .collect();
-    let sealed_items: Vec<&Item> = items.iter().filter(|i| !imports_sea_orm(i)).collect();
+    let sealed_items: Vec<&Item> = items
+        .iter()
+        .filter(|i| !imports_sea_orm(i) && !crate::protected::is_empty_behavior(i))
+        .collect();
     let lint_attrs: Vec<&Attribute> = attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
     let hijack = hijack(krate);
     let protect = protect_impl(krate, level, fields, version);
     let table_guards = table_guards(krate, &name);
     let facade_entity = facade_entity(krate, &name);
     let facade_active_model = facade_active_model(krate, &name, &sealed, &columns);
+    let not_an_entity = not_an_entity(krate, &name);
+    let relation_target = relation_target(krate);
+    let dense_placeholders = dense_placeholders(&name, &defined_names(&items));
     quote! {
         #(#attrs)*
         #vis mod #name {
@@ -82,6 +90,9 @@ pub(crate) fn expand(
             pub use super::#sealed::Entity as Table;
 
             #facade_entity
+            #not_an_entity
+            #relation_target
+            #dense_placeholders
             #facade_active_model
         }
 
@@ -135,6 +146,32 @@ fn hijack(krate: &Path) -> TokenStream {
             pub use #krate::__private::IntoActiveModel;
         }
     }
+}
+
+/// The names of the types and traits the module defines or imports.
+fn defined_names(items: &[Item]) -> Vec<Ident> {
+    fn use_names(tree: &UseTree, out: &mut Vec<Ident>) {
+        match tree {
+            UseTree::Path(p) => use_names(&p.tree, out),
+            UseTree::Name(n) => out.push(n.ident.clone()),
+            UseTree::Rename(r) => out.push(r.rename.clone()),
+            UseTree::Group(g) => g.items.iter().for_each(|t| use_names(t, out)),
+            UseTree::Glob(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    for item in items {
+        match item {
+            Item::Struct(i) => out.push(i.ident.clone()),
+            Item::Enum(i) => out.push(i.ident.clone()),
+            Item::Union(i) => out.push(i.ident.clone()),
+            Item::Type(i) => out.push(i.ident.clone()),
+            Item::Trait(i) => out.push(i.ident.clone()),
+            Item::Use(u) => use_names(&u.tree, &mut out),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `use hierlock::sea_orm;` and the like: the sealed module's own
@@ -454,6 +491,165 @@ fn facade_entity(krate: &Path, name: &Ident) -> TokenStream {
                 #krate::ProtectedDeleteMany::new()
             }
         }
+    }
+}
+
+/// SeaORM's entity traits on the facade `Entity`, under a bound nothing
+/// meets, whose message names the fix: a facade named where SeaORM takes an
+/// entity (a relation, `Schema::create_table_from_entity`, `Update::many`)
+/// is reported as "`account::Entity` is hierlock's protected facade ..",
+/// not as rustc's bare unmet `EntityTrait` bound. The bound is on `&()`, and
+/// its trait's supertrait, `hierlock::__private::NotAnEntity`, is hierlock's:
+/// only hierlock could implement it for `&()` (the orphan rule), so no crate
+/// can meet the bound. See `hierlock/src/guarantee/facade.rs`.
+fn not_an_entity(krate: &Path, name: &Ident) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let message = format!(
+        "`{name}::Entity` is hierlock's protected facade, not a SeaORM entity: name `{name}::Table` \
+         in relations, `Schema` and queries; write through `{name}::Entity` with a lock proof"
+    );
+    let label = "SeaORM takes an entity here";
+    let note_table = format!(
+        "where SeaORM takes an entity to describe or read the table, name `{name}::Table`: relations \
+         (`belongs_to = \"super::{name}::Table\"`, `impl Related<super::{name}::Table> for Entity`), \
+         `Schema::create_table_from_entity({name}::Table)`, `find_also_related({name}::Table)`; \
+         a dense entity relates to it with that `impl Related`, not with a relation field (`HasOne<..>`)"
+    );
+    let note_write = format!(
+        "writes of `{name}` rows need the proof of a `#[hierlocked]` method: `{name}::Entity::insert(am)`, \
+         `update(am)`, `delete(am)`, `update_many()`, `delete_many()` with `.exec(&lock)`; SeaORM's own \
+         writes (`Update::many`, `Delete::many`, `Insert::one`) would run without a lock"
+    );
+    let guard = quote!(&'__hierlock (): __hierlock_NotAnEntity);
+    let unreachable = quote!(#krate::__private::unreachable_facade());
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        #[diagnostic::on_unimplemented(
+            message = #message,
+            label = #label,
+            note = #note_table,
+            note = #note_write
+        )]
+        pub trait __hierlock_NotAnEntity: #krate::__private::NotAnEntity {}
+
+        /// The one type with the facade's bounds (a trait without any impl
+        /// would make rustc suggest adding one): no value exists.
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        pub enum __hierlock_Unmet {}
+
+        impl #krate::__private::NotAnEntity for __hierlock_Unmet {}
+
+        impl __hierlock_NotAnEntity for __hierlock_Unmet {}
+
+        impl<'__hierlock> #sea_orm::Iden for Entity
+        where
+            #guard,
+        {
+            fn unquoted(&self) -> &str {
+                #unreachable
+            }
+        }
+
+        impl<'__hierlock> #sea_orm::IdenStatic for Entity
+        where
+            #guard,
+        {
+            fn as_str(&self) -> &'static str {
+                #unreachable
+            }
+        }
+
+        impl<'__hierlock> #sea_orm::EntityName for Entity
+        where
+            #guard,
+        {
+            fn table_name(&self) -> &'static str {
+                #unreachable
+            }
+        }
+
+        impl<'__hierlock> #sea_orm::EntityTrait for Entity
+        where
+            #guard,
+        {
+            type Model = #krate::__private::NotAModel<Self>;
+            type ModelEx = #krate::__private::NotAModel<Self>;
+            type ActiveModel = #krate::__private::NotAModel<Self>;
+            type ActiveModelEx = #krate::__private::NotAModel<Self>;
+            type Column = Column;
+            type Relation = Relation;
+            type PrimaryKey = PrimaryKey;
+        }
+
+        impl<'__hierlock, R> #sea_orm::Related<R> for Entity
+        where
+            R: #sea_orm::EntityTrait,
+            #guard,
+        {
+            fn to() -> #sea_orm::RelationDef {
+                #unreachable
+            }
+        }
+
+        impl #krate::__private::Facade for Entity {}
+    }
+}
+
+/// The facade's SeaORM entity for relations that name it, in other
+/// protected modules (see [`crate::relations`]): its `Table`.
+fn relation_target(krate: &Path) -> TokenStream {
+    quote! {
+        impl #krate::__private::RelationTarget for Entity {
+            type Table = Table;
+        }
+    }
+}
+
+/// The names SeaORM's dense format looks for in the module of a relation
+/// field's target (`ModelEx`, `ActiveModelEx`, `EntityLoader`,
+/// `EntityLoaderWith`), as types whose use reports that a dense entity
+/// relates to a protected one with a `Related` impl, not with a field.
+/// `defined` are the names the module defines itself, left to it.
+fn dense_placeholders(name: &Ident, defined: &[Ident]) -> TokenStream {
+    let message = format!(
+        "a relation field of a dense entity cannot point at protected `{name}::Entity`: \
+         relate to it with `impl Related<super::{name}::Table> for Entity`"
+    );
+    let label = format!(
+        "SeaORM's dense format needs `{name}` to be dense too; protected entities are compact"
+    );
+    let note = format!(
+        "remove the field, and write `impl Related<super::{name}::Table> for Entity {{ fn to() -> RelationDef {{ \
+         Entity::belongs_to(super::{name}::Table).from(Column::..).to(super::{name}::Column::..).into() }} }}`; \
+         queries then name `{name}::Table`: `find_also_related({name}::Table)`"
+    );
+    let placeholders = [
+        "ModelEx",
+        "ActiveModelEx",
+        "EntityLoader",
+        "EntityLoaderWith",
+    ]
+    .into_iter()
+    .filter(|p| !defined.iter().any(|d| d == p))
+    .map(|p| Ident::new(p, Span::call_site()));
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+        pub trait __hierlock_NotDense {
+            type Never;
+        }
+
+        impl __hierlock_NotDense for __hierlock_Unmet {
+            type Never = __hierlock_Unmet;
+        }
+
+        #(
+            #[doc(hidden)]
+            pub type #placeholders = <&'static () as __hierlock_NotDense>::Never;
+        )*
     }
 }
 

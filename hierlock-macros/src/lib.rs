@@ -5,9 +5,11 @@
 
 mod attr;
 mod ctxt;
+mod dense;
 mod expand;
 mod facade;
 mod protected;
+mod relations;
 
 use proc_macro::TokenStream;
 
@@ -147,6 +149,14 @@ pub fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
 /// - `Table` is the SeaORM entity, for what SeaORM takes an entity for:
 ///   relations (`has_many = "super::account::Table"`), `find_related`,
 ///   partial models, loaders.
+///
+/// Inside the module, relations may name other entities by their `Entity`,
+/// as `sea-orm-cli` writes them: a protected one's is read as its `Table`.
+/// The module is in SeaORM's compact format (`#[sea_orm::model]` is
+/// refused, with the compact equivalent in the error), and an empty
+/// `impl ActiveModelBehavior for ActiveModel {}` may stay. Migrating a
+/// generated entity set:
+/// [`docs/migrating.md`](https://github.com/hierlock/hierlock/blob/main/docs/migrating.md).
 ///
 /// Arguments: `level`, `user`, `account`, `resource`, `crate = <path>`. See
 /// [`docs/hierlocked.md`](https://github.com/hierlock/hierlock/blob/main/docs/hierlocked.md)

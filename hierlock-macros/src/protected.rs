@@ -118,13 +118,21 @@ impl Entity {
             ctxt.error(
                 module.semi.map_or(module.ident.span(), |s| s.span),
                 format!(
-                    "#[protected] needs the module's items inline\nhelp: write `mod {} {{ .. }}` around the entity",
-                    module.ident
+                    "#[protected] needs the entity's items inline: Rust does not pass the items of a file \
+                     module (`mod {name};`) to an attribute\n\
+                     help: move the items of `{name}.rs` into `mod {name} {{ .. }}` here; or write that \
+                     module, with this attribute, in `{name}.rs` and put `include!(\"{name}.rs\");` here",
+                    name = module.ident
                 ),
             );
             return Err(ctxt.check().err().unwrap_or_else(unreported));
         };
-        check_items(items, &[&user, &account, &resource, &version], &mut ctxt);
+        check_items(
+            items,
+            &module.ident,
+            &[&user, &account, &resource, &version],
+            &mut ctxt,
+        );
         ctxt.check()?;
         let depth = depth.ok_or_else(unreported)?;
         let fields = keys[..=depth]
@@ -177,9 +185,13 @@ fn check_keys(keys: &[&Slot<Ident>; 3], depth: usize, ctxt: &mut Ctxt) {
     }
 }
 
-/// The module holds a `Model` with the named fields (IDs and version), and
-/// no behavior of its own.
-fn check_items(items: &[Item], keys: &[&Slot<Ident>], ctxt: &mut Ctxt) {
+const BEHAVIOR_WITH_HOOKS: &str = "remove this `impl ActiveModelBehavior`: protected writes do not run \
+     its hooks (#[protected] implements an empty one; SeaORM requires one)\n\
+     help: do that work in the #[hierlocked] method that writes the row";
+
+/// The module holds a compact `Model` with the named fields (IDs and
+/// version), and no behavior with hooks.
+fn check_items(items: &[Item], module: &Ident, keys: &[&Slot<Ident>], ctxt: &mut Ctxt) {
     let model = items.iter().find_map(|item| match item {
         Item::Struct(s) if s.ident == "Model" => Some(s),
         _ => None,
@@ -187,15 +199,8 @@ fn check_items(items: &[Item], keys: &[&Slot<Ident>], ctxt: &mut Ctxt) {
     match model {
         Some(model) => {
             check_fields(model, keys, ctxt);
-            if let Some(dense) = model.attrs.iter().find(|a| {
-                a.path().segments.len() > 1 && a.path().segments.last().is_some_and(|s| s.ident == "model")
-            }) {
-                ctxt.error_spanned(
-                    dense,
-                    "#[protected] does not support SeaORM's dense entity format (`#[sea_orm::model]`): \
-                     the `delete_by_<unique key>` functions it generates would bypass the lock\n\
-                     help: use `#[derive(DeriveEntityModel)]` on `Model`",
-                );
+            if let Some((dense, compact)) = crate::dense::dense_attr(model) {
+                ctxt.error_spanned(dense, crate::dense::refusal(model, compact, &module.to_string()));
             }
         }
         None => ctxt.error(
@@ -206,11 +211,11 @@ fn check_items(items: &[Item], keys: &[&Slot<Ident>], ctxt: &mut Ctxt) {
     }
     for item in items {
         match item {
-            Item::Impl(imp) if is_behavior_impl(imp) => ctxt.error_spanned(
-                behavior_header(imp),
-                "remove this `impl ActiveModelBehavior`: #[protected] implements it (SeaORM requires one)\n\
-                 note: protected writes do not run ActiveModelBehavior hooks; do that work in the #[hierlocked] method",
-            ),
+            // An empty one (as `sea-orm-cli` writes it) is the one
+            // #[protected] writes: it is dropped (`is_empty_behavior`).
+            Item::Impl(imp) if is_behavior_impl(imp) && !imp.items.is_empty() => {
+                ctxt.error_spanned(behavior_header(imp), BEHAVIOR_WITH_HOOKS);
+            }
             Item::Struct(ItemStruct { attrs, .. }) | Item::Enum(syn::ItemEnum { attrs, .. }) => {
                 for attr in attrs.iter().filter(|a| a.path().is_ident("derive")) {
                     let _ = attr.parse_nested_meta(|meta| {
@@ -281,6 +286,14 @@ fn derives_behavior(attrs: &[syn::Attribute]) -> bool {
         });
     }
     found
+}
+
+/// `impl ActiveModelBehavior for ActiveModel {}`, which #[protected] writes
+/// itself.
+pub(crate) fn is_empty_behavior(item: &Item) -> bool {
+    let Item::Impl(imp) = item else { return false };
+    let for_active_model = matches!(&*imp.self_ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("ActiveModel"));
+    is_behavior_impl(imp) && for_active_model && imp.items.is_empty()
 }
 
 fn is_behavior_impl(imp: &ItemImpl) -> bool {

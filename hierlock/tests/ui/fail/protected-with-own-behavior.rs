@@ -12,7 +12,11 @@ pub mod user {
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
     pub enum Relation {}
 
-    impl ActiveModelBehavior for ActiveModel {}
+    impl ActiveModelBehavior for ActiveModel {
+        fn new() -> Self {
+            <Self as ActiveModelTrait>::default()
+        }
+    }
 }
 
 fn main() {}
