@@ -3,11 +3,10 @@
 //! every relation, and the migrations down.
 
 use hierlock::sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Database, DatabaseConnection,
-    DatabaseTransaction, DbErr, EntityTrait, ModelTrait, PaginatorTrait, QueryFilter,
-    TransactionTrait,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Database, DatabaseConnection, EntityTrait,
+    ModelTrait, PaginatorTrait, QueryFilter, TransactionTrait,
 };
-use hierlock::{Config, Locker, hierlocked};
+use hierlock::{Config, Locker};
 use hierlock_migrating_entity::prelude::{Account, Resource};
 use hierlock_migrating_entity::{account, note, resource, tag, user};
 use hierlock_migrating_migration::Migrator;
@@ -25,57 +24,65 @@ async fn database(name: &str) -> DatabaseConnection {
         .expect("SQLite opens")
 }
 
-/// A new user with one account and one resource, under the user's lock.
-#[hierlocked(user = user_id, locker = locker)]
-async fn sign_up(
-    locker: &Locker,
-    txn: &DatabaseTransaction,
-    user_id: i32,
-    account_id: i32,
-    resource_id: i32,
-) -> Result<(), DbErr> {
-    user::Entity::insert(user::ActiveModel {
-        id: Set(user_id),
-        name: Set("Ada".to_owned()),
-    })
-    .exec(&lock)
-    .await?;
-    account::Entity::insert(account::ActiveModel {
-        id: Set(account_id),
-        user_id: Set(user_id),
-        name: Set("main".to_owned()),
-    })
-    .exec(&lock)
-    .await?;
-    resource::Entity::insert(resource::ActiveModel {
-        id: Set(resource_id),
-        user_id: Set(user_id),
-        account_id: Set(account_id),
-        balance: Set(0),
-    })
-    .exec(&lock)
-    .await?;
-    Ok(())
-}
+/// The service code: protected writes, each under the lock of a
+/// `#[hierlocked]` function (`docs/migrating.md` shows this module).
+mod service {
+    use hierlock::sea_orm::{ActiveValue::Set, DatabaseTransaction, DbErr};
+    use hierlock::{Locker, hierlocked};
+    use hierlock_migrating_entity::{account, resource, user};
 
-/// Add to a resource's balance, under the resource's lock.
-#[hierlocked(user = user_id, account = account_id, resource = resource_id, locker = locker)]
-async fn deposit(
-    locker: &Locker,
-    txn: &DatabaseTransaction,
-    user_id: i32,
-    account_id: i32,
-    resource_id: i32,
-    amount: i64,
-) -> Result<i64, DbErr> {
-    let row = resource::Entity::find_by_id(resource_id)
-        .one(txn)
-        .await?
-        .ok_or(DbErr::RecordNotFound("resource".to_owned()))?;
-    let mut row = row.into_active_model();
-    row.balance = Set(*row.balance.as_ref() + amount);
-    let row = resource::Entity::update(row).exec(&lock).await?;
-    Ok(row.balance)
+    /// A new user with one account and one resource, under the user's lock.
+    #[hierlocked(user = user_id, locker = locker)]
+    pub async fn sign_up(
+        locker: &Locker,
+        txn: &DatabaseTransaction,
+        user_id: i32,
+        account_id: i32,
+        resource_id: i32,
+    ) -> Result<(), DbErr> {
+        user::Entity::insert(user::ActiveModel {
+            id: Set(user_id),
+            name: Set("Ada".to_owned()),
+        })
+        .exec(&lock)
+        .await?;
+        account::Entity::insert(account::ActiveModel {
+            id: Set(account_id),
+            user_id: Set(user_id),
+            name: Set("main".to_owned()),
+        })
+        .exec(&lock)
+        .await?;
+        resource::Entity::insert(resource::ActiveModel {
+            id: Set(resource_id),
+            user_id: Set(user_id),
+            account_id: Set(account_id),
+            balance: Set(0),
+        })
+        .exec(&lock)
+        .await?;
+        Ok(())
+    }
+
+    /// Add to a resource's balance, under the resource's lock.
+    #[hierlocked(user = user_id, account = account_id, resource = resource_id, locker = locker)]
+    pub async fn deposit(
+        locker: &Locker,
+        txn: &DatabaseTransaction,
+        user_id: i32,
+        account_id: i32,
+        resource_id: i32,
+        amount: i64,
+    ) -> Result<i64, DbErr> {
+        let row = resource::Entity::find_by_id(resource_id)
+            .one(txn)
+            .await?
+            .ok_or(DbErr::RecordNotFound("resource".to_owned()))?;
+        let mut row = row.into_active_model();
+        row.balance = Set(*row.balance.as_ref() + amount);
+        let row = resource::Entity::update(row).exec(&lock).await?;
+        Ok(row.balance)
+    }
 }
 
 #[tokio::test]
@@ -88,11 +95,13 @@ async fn the_migrated_entities_migrate_write_and_relate() {
         .expect("locker");
 
     let txn = db.begin().await.expect("begin");
-    sign_up(&locker, &txn, 1, 10, 100).await.expect("sign up");
+    service::sign_up(&locker, &txn, 1, 10, 100)
+        .await
+        .expect("sign up");
     txn.commit().await.expect("commit");
 
     let txn = db.begin().await.expect("begin");
-    let balance = deposit(&locker, &txn, 1, 10, 100, 25)
+    let balance = service::deposit(&locker, &txn, 1, 10, 100, 25)
         .await
         .expect("deposit");
     txn.commit().await.expect("commit");
