@@ -64,6 +64,13 @@ pub mod guide {
         #![doc = include_str!("../docs/hierlocked.md")]
     }
 
+    /// Migrating `sea-orm-cli` entities to `#[protected]`.
+    ///
+    pub mod migrating {
+        #![doc = include_str!("guide-links.md")]
+        #![doc = include_str!("../docs/migrating.md")]
+    }
+
     /// The runnable examples, and how to run them.
     ///
     pub mod examples {
