@@ -34,7 +34,9 @@ pub enum Error {
     InvalidConfig(String),
 
     /// The bucket table, its metadata, or a bucket row is missing.
-    #[error("{what} is not provisioned: run the hierlock migration first")]
+    #[error(
+        "{what} is not provisioned: provision it with hierlock-migration (the `hierlock provision` command, or `Provision` / `Migrator` from code)"
+    )]
     NotProvisioned {
         /// What is missing, e.g. ``bucket row (level 2, bucket 42) of `hier_lock_buckets` ``.
         what: String,

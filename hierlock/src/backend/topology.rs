@@ -348,13 +348,13 @@ pub(crate) fn judge(dialect: Dialect, facts: Facts, config: &Config) -> Result<T
     let refuse = |reason: String| Err(Error::UnsafeTopology { reason });
     if facts.in_recovery {
         return refuse(format!(
-            "this {dialect:?} server is a hot standby (pg_is_in_recovery()): advisory and row locks \
+            "this {dialect} server is a hot standby (pg_is_in_recovery()): advisory and row locks \
              taken there exclude nothing on the primary; connect the locker to the primary"
         ));
     }
     if facts.replicating {
         return refuse(format!(
-            "this {dialect:?} server is a replica (a replication thread is running): locks taken \
+            "this {dialect} server is a replica (a replication thread is running): locks taken \
              there exclude nothing on the primary; connect the locker to the primary"
         ));
     }
@@ -376,7 +376,7 @@ pub(crate) fn judge(dialect: Dialect, facts: Facts, config: &Config) -> Result<T
     .find_map(|(set, name)| set.then_some(name));
     if let Some(name) = read_only {
         return refuse(format!(
-            "this {dialect:?} server is read-only ({name}): it is a replica or a server being \
+            "this {dialect} server is read-only ({name}): it is a replica or a server being \
              failed over, and locks taken there exclude nothing on the primary; connect the locker \
              to the primary"
         ));
@@ -388,7 +388,7 @@ pub(crate) fn judge(dialect: Dialect, facts: Facts, config: &Config) -> Result<T
         None => Ok(Topology::Single),
         Some(nodes) if config.galera_single_writer() => Ok(Topology::GaleraSingleWriter { nodes }),
         Some(nodes) => refuse(format!(
-            "this {dialect:?} server is a Galera node (wsrep_on, {nodes} node(s) in the cluster): \
+            "this {dialect} server is a Galera node (wsrep_on, {nodes} node(s) in the cluster): \
              Galera does not replicate row locks, so two transactions on two nodes both get the \
              same lock and neither waits; route every lock-taking transaction to one node (a \
              single-writer proxy setup) and say so with Config::with_galera_single_writer()"
