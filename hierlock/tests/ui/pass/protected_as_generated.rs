@@ -8,7 +8,9 @@
 #![deny(warnings)]
 #![allow(dead_code)]
 
-use hierlock::sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, ModelTrait, Schema};
+use hierlock::sea_orm::{
+    ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, ModelTrait, Schema,
+};
 
 pub mod prelude {
     pub use super::account::Entity as Account;
@@ -232,7 +234,9 @@ async fn reads(db: &DatabaseConnection) -> Result<(), DbErr> {
         .find_also_related(profile::Table)
         .all(db)
         .await?;
-    let _ = account::Entity::find_related::<user::Table>().all(db).await?;
+    let _ = account::Entity::find_related::<user::Table>()
+        .all(db)
+        .await?;
     if let Some(first) = users.into_iter().next() {
         let _ = first.find_related(account::Table).all(db).await?;
         let _ = first.find_linked(user::Accounts).all(db).await?;
@@ -251,17 +255,24 @@ async fn reads(db: &DatabaseConnection) -> Result<(), DbErr> {
         .find_with_related(tag::Entity)
         .all(db)
         .await?;
-    let _ = account::Entity::find_related::<note::Entity>().all(db).await?;
+    let _ = account::Entity::find_related::<note::Entity>()
+        .all(db)
+        .await?;
     Ok(())
 }
 
 async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
     let schema = Schema::new(db.get_database_backend());
-    db.execute(&schema.create_table_from_entity(user::Table)).await?;
-    db.execute(&schema.create_table_from_entity(profile::Table)).await?;
-    db.execute(&schema.create_table_from_entity(account::Table)).await?;
-    db.execute(&schema.create_table_from_entity(note::Entity)).await?;
-    db.execute(&schema.create_table_from_entity(tag::Entity)).await?;
+    db.execute(&schema.create_table_from_entity(user::Table))
+        .await?;
+    db.execute(&schema.create_table_from_entity(profile::Table))
+        .await?;
+    db.execute(&schema.create_table_from_entity(account::Table))
+        .await?;
+    db.execute(&schema.create_table_from_entity(note::Entity))
+        .await?;
+    db.execute(&schema.create_table_from_entity(tag::Entity))
+        .await?;
     Ok(())
 }
 
