@@ -60,7 +60,7 @@ pub async fn set_mysql_session_lease(
 ) -> std::result::Result<(), sea_orm::sqlx::Error> {
     use sea_orm::sqlx::{AssertSqlSafe, Executor};
 
-    let seconds = whole_seconds(lease);
+    let seconds = crate::backend::mysql::whole_seconds(lease);
     let mariadb = format!("SET SESSION idle_transaction_timeout = {seconds}");
     match conn.execute(AssertSqlSafe(mariadb)).await {
         Ok(_) => Ok(()),
@@ -76,11 +76,6 @@ pub async fn set_mysql_session_lease(
     }
 }
 
-#[cfg(feature = "mysql")]
-/// Whole seconds, rounded up: the MySQL family's unit.
-fn whole_seconds(d: Duration) -> u64 {
-    d.as_secs() + u64::from(d.subsec_nanos() > 0)
-}
 
 /// The lease the server applies to this connection's session: how long it
 /// keeps an idle lock-holding transaction. MySQL and MariaDB only

@@ -8,7 +8,7 @@ pub(crate) mod bucket_rows;
 pub(crate) mod cancel;
 pub(crate) mod classify;
 pub(crate) mod dialect;
-mod mysql;
+pub(crate) mod mysql;
 pub(crate) mod postgres;
 pub(crate) mod run;
 pub(crate) mod sqlite;

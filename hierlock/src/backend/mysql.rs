@@ -137,7 +137,7 @@ fn json_keys(run: &[PlannedLock]) -> String {
     json
 }
 
-/// MySQL-family lock timeouts are whole seconds: round up, never down to zero.
-fn whole_seconds(d: Duration) -> u64 {
+/// MySQL-family timeouts are whole seconds: round up, never down to zero.
+pub(crate) fn whole_seconds(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
