@@ -188,6 +188,22 @@ impl Canceller {
         }
     }
 
+    /// End connection `id` if it still runs its lock statement, from a task
+    /// of its own: for a wait that was given up (its future dropped, or its
+    /// answer not come by the deadline) by code that cannot await.
+    pub(crate) fn end_session_in_background(&self, id: i64) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let canceller = self.clone();
+                runtime.spawn(async move { canceller.cancel(id, End::Session).await });
+            }
+            Err(_) => tracing::warn!(
+                connection = id,
+                "hierlock could not end a given-up lock wait: no Tokio runtime"
+            ),
+        }
+    }
+
     /// End connection `id`, if it still runs its lock statement, when the
     /// guard is dropped before [`CancelOnDrop::disarm`].
     pub(crate) fn arm(&self, id: i64) -> CancelOnDrop {
@@ -255,18 +271,8 @@ impl CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        let Some(canceller) = self.canceller.take() else {
-            return;
-        };
-        let id = self.id;
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move { canceller.cancel(id, End::Session).await });
-            }
-            Err(_) => tracing::warn!(
-                connection = id,
-                "hierlock could not cancel a dropped lock wait: no Tokio runtime"
-            ),
+        if let Some(canceller) = self.canceller.take() {
+            canceller.end_session_in_background(self.id);
         }
     }
 }

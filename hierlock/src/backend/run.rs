@@ -8,7 +8,7 @@ use std::time::Duration;
 use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement};
 use tokio::time::Instant;
 
-use super::cancel::{CancelOnDrop, Canceller, End};
+use super::cancel::{CancelOnDrop, Canceller};
 use super::classify::{Conflict, classify, is_missing_table, lock_memory_full_hint};
 use super::dialect::Dialect;
 use crate::config::Wait;
@@ -110,11 +110,8 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
     /// server is asked from the side connection, which a dead network may
     /// not reach either (the lease then ends the session).
     pub(crate) fn end_session(&self) {
-        let Some((canceller, id)) = self.cancel.clone() else {
-            return;
-        };
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { canceller.cancel(id, End::Session).await });
+        if let Some((canceller, id)) = &self.cancel {
+            canceller.end_session_in_background(*id);
         }
     }
 
