@@ -134,7 +134,7 @@ where
             {
                 let mut statement = E::delete_many().filter(condition).into_query();
                 statement.returning(returning::<E>(txn.get_database_backend()));
-                if let Some(row) = returned_row::<E>(&statement, txn, &doing::<E>()).await? {
+                if let Some(row) = returned_row::<E>(&statement, txn, doing::<E>).await? {
                     return Ok(Some(row));
                 }
             }

@@ -86,7 +86,7 @@ where
             if txn.support_returning() {
                 let mut statement = E::insert(self.model).into_query();
                 statement.returning(returning::<E>(txn.get_database_backend()));
-                return returned_row::<E>(&statement, txn, &doing())
+                return returned_row::<E>(&statement, txn, doing)
                     .await?
                     .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted));
             }
@@ -98,7 +98,7 @@ where
             read_back(
                 E::find_by_id(key),
                 lock.txn(),
-                &doing(),
+                doing,
                 DbErr::RecordNotInserted,
             )
             .await
@@ -214,8 +214,8 @@ where
             let txn = lock.txn();
             let mut statement = E::insert_many(self.models).into_query();
             statement.returning(returning::<E>(txn.get_database_backend()));
-            let doing = format!("inserting into `{}`", table::<E>());
-            returned_rows::<E>(&statement, txn, &doing).await
+            let doing = || format!("inserting into `{}`", table::<E>());
+            returned_rows::<E>(&statement, txn, doing).await
         })
     }
 }

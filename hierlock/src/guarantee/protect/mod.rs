@@ -323,16 +323,30 @@ fn by_primary_key<E: EntityTrait>(model: &E::ActiveModel, action: &str) -> Resul
     Ok(E::find().filter(primary_key_condition::<E>(model, action)?))
 }
 
+/// [`Error::Misuse`] unless every primary key field of `model` is set (or
+/// unchanged); cheaper than [`primary_key_condition`] where the key itself
+/// is not needed.
+fn require_primary_key<E: EntityTrait>(model: &E::ActiveModel, action: &str) -> Result<()> {
+    if E::PrimaryKey::iter().any(|key| model.is_not_set(key.into_column())) {
+        return Err(missing_primary_key::<E>(action));
+    }
+    Ok(())
+}
+
+fn missing_primary_key<E: EntityTrait>(action: &str) -> Error {
+    Error::Misuse(format!(
+        "{action} of `{}` without its primary key",
+        table::<E>()
+    ))
+}
+
 /// `<pk> = ..` for the primary key of `model`.
 fn primary_key_condition<E: EntityTrait>(
     model: &E::ActiveModel,
     action: &str,
 ) -> Result<Condition> {
     let Some(key) = model.get_primary_key_value() else {
-        return Err(Error::Misuse(format!(
-            "{action} of `{}` without its primary key",
-            table::<E>()
-        )));
+        return Err(missing_primary_key::<E>(action));
     };
     Ok(E::PrimaryKey::iter()
         .zip(key)
@@ -355,14 +369,14 @@ fn failed(doing: &str, source: sea_orm::DbErr) -> Error {
 async fn read_back<E: EntityTrait>(
     select: Select<E>,
     txn: &sea_orm::DatabaseTransaction,
-    doing: &str,
+    doing: impl Fn() -> String,
     missing: sea_orm::DbErr,
 ) -> Result<E::Model> {
     select
         .one(txn)
         .await
-        .map_err(|e| failed(doing, e))?
-        .ok_or_else(|| Error::database(doing, missing))
+        .map_err(|e| failed(&doing(), e))?
+        .ok_or_else(|| Error::database(doing(), missing))
 }
 
 /// Run `statement`, a write ending in `RETURNING` (see [`returning`]), on
@@ -370,13 +384,13 @@ async fn read_back<E: EntityTrait>(
 async fn returned_rows<E: EntityTrait>(
     statement: &impl sea_orm::StatementBuilder,
     txn: &sea_orm::DatabaseTransaction,
-    doing: &str,
+    doing: impl Fn() -> String,
 ) -> Result<Vec<E::Model>> {
     let statement = txn.get_database_backend().build(statement);
     <E::Model as sea_orm::FromQueryResult>::find_by_statement(statement)
         .all(txn)
         .await
-        .map_err(|e| failed(doing, e))
+        .map_err(|e| failed(&doing(), e))
 }
 
 /// Run `statement`, a write of at most one row ending in `RETURNING`, on
@@ -384,13 +398,13 @@ async fn returned_rows<E: EntityTrait>(
 async fn returned_row<E: EntityTrait>(
     statement: &impl sea_orm::StatementBuilder,
     txn: &sea_orm::DatabaseTransaction,
-    doing: &str,
+    doing: impl Fn() -> String,
 ) -> Result<Option<E::Model>> {
     let statement = txn.get_database_backend().build(statement);
     <E::Model as sea_orm::FromQueryResult>::find_by_statement(statement)
         .one(txn)
         .await
-        .map_err(|e| failed(doing, e))
+        .map_err(|e| failed(&doing(), e))
 }
 
 /// `RETURNING` every column, named as SeaORM's own returning writes name

@@ -12,7 +12,8 @@ use super::version::{
 };
 use super::{
     Proof, Protect, WriteFuture, WriteProof, by_primary_key, check_moved, check_stored, coverage,
-    failed, load_for_write, primary_key_condition, read_back, returned_row, returning, table,
+    failed, load_for_write, primary_key_condition, read_back, require_primary_key, returned_row,
+    returning, table,
 };
 use crate::error::{Error, Result};
 
@@ -70,19 +71,21 @@ where
     ///
     /// # Errors
     /// As [`ProtectedUpdate::exec`].
-    pub fn exec_with_returning<'p, P>(self, lock: &'p P) -> WriteFuture<'p, E::Model>
+    pub fn exec_with_returning<'p, P>(mut self, lock: &'p P) -> WriteFuture<'p, E::Model>
     where
         P: WriteProof<E::Level> + ?Sized,
     {
         let lock = Proof::of(lock);
         Box::pin(async move {
-            let key = primary_key_condition::<E>(&self.model, "update")?;
+            require_primary_key::<E>(&self.model, "update")?;
             let returning = lock.txn().support_returning();
             match self.run(lock, returning).await? {
                 Written::Row(row) => Ok(row),
                 Written::Count(_) => {
+                    // The key is built only where the row is read back.
+                    let key = primary_key_condition::<E>(&self.model, "update")?;
                     let reread = E::find().filter(key);
-                    read_back(reread, lock.txn(), &doing::<E>(), DbErr::RecordNotUpdated).await
+                    read_back(reread, lock.txn(), doing::<E>, DbErr::RecordNotUpdated).await
                 }
             }
         })
@@ -94,7 +97,7 @@ where
     ///
     /// # Errors
     /// As [`ProtectedUpdate::exec`].
-    pub fn exec_without_returning<'p, P>(self, lock: &'p P) -> WriteFuture<'p, u64>
+    pub fn exec_without_returning<'p, P>(mut self, lock: &'p P) -> WriteFuture<'p, u64>
     where
         P: WriteProof<E::Level> + ?Sized,
     {
@@ -141,7 +144,7 @@ where
                 }
             } else if execute::<E>(&statement, txn).await? > 0 {
                 let reread = E::find().filter(primary_key);
-                return read_back(reread, txn, &doing::<E>(), DbErr::RecordNotUpdated).await;
+                return read_back(reread, txn, doing::<E>, DbErr::RecordNotUpdated).await;
             }
             why_unwritten::<E>(primary_key, expected, txn, "update").await?;
             Err(Error::database(doing::<E>(), DbErr::RecordNotUpdated))
@@ -150,8 +153,9 @@ where
 
     /// Write with the proof's check in the statement where it fits (one
     /// statement); else, or when that statement touched no row, read the
-    /// row first to check it and say why.
-    async fn run(self, lock: Proof<'_>, returning: bool) -> Result<Written<E::Model>> {
+    /// row first to check it and say why. (`&mut self`: the write's future
+    /// is then `Send` with a `Send` active model; `&self` would need `Sync`.)
+    async fn run(&mut self, lock: Proof<'_>, returning: bool) -> Result<Written<E::Model>> {
         let expected = E::active_version(&self.model);
         if writes_a_column::<E>(&self.model)?
             && let Some(check) = coverage::row::<E>(lock, &self.model)
@@ -174,7 +178,7 @@ where
 
     /// Read the row (`FOR UPDATE`, so its IDs are current), check it, then
     /// update it.
-    async fn read_first(self, lock: Proof<'_>, expected: Option<i64>) -> Result<u64> {
+    async fn read_first(&mut self, lock: Proof<'_>, expected: Option<i64>) -> Result<u64> {
         let select = by_primary_key::<E>(&self.model, "update")?;
         let Some(old) = load_for_write(select, lock.txn(), "update").await? else {
             return Err(Error::database(doing::<E>(), DbErr::RecordNotUpdated));
@@ -182,7 +186,7 @@ where
         let target = check_stored::<E>(&old, lock, "update")?;
         check_moved::<E>(&self.model, &target, lock, "update")?;
         check_version::<E>(&old, expected, "update")?;
-        write::<E>(self.model, expected, lock.txn()).await
+        write::<E>(self.model.clone(), expected, lock.txn()).await
     }
 }
 
@@ -254,7 +258,7 @@ async fn returning_one<E: Protect>(
     txn: &DatabaseTransaction,
 ) -> Result<Option<E::Model>> {
     statement.returning(returning::<E>(txn.get_database_backend()));
-    returned_row::<E>(&statement, txn, &doing::<E>()).await
+    returned_row::<E>(&statement, txn, doing::<E>).await
 }
 
 /// The `UPDATE` of one row after its check; on a versioned entity

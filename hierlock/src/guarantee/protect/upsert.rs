@@ -105,7 +105,7 @@ where
                 return Ok(row);
             }
             let reread = E::find().filter(key);
-            read_back(reread, lock.txn(), &doing::<E>(), DbErr::RecordNotInserted).await
+            read_back(reread, lock.txn(), doing::<E>, DbErr::RecordNotInserted).await
         })
     }
 
@@ -278,7 +278,7 @@ async fn execute<E: Protect>(
 ) -> Result<Option<Upserted<E::Model>>> {
     if with_row {
         statement.returning(returning::<E>(txn.get_database_backend()));
-        let row = returned_row::<E>(&statement, txn, &doing::<E>()).await?;
+        let row = returned_row::<E>(&statement, txn, doing::<E>).await?;
         return Ok(row.map(Upserted::Row));
     }
     let done = txn
