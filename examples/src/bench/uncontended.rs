@@ -73,12 +73,44 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// One client count's measurement: each repetition is `txns_per_client`
+/// transactions per client and variant, run in `slices` slices.
+struct Run {
+    clients: i64,
+    txns_per_client: i64,
+    slices: i64,
+}
+
+/// 1 and 16 clients; a slice is a few hundred milliseconds, long enough
+/// that starting the clients is not part of what it measures.
+const RUNS: [Run; 2] = [
+    Run {
+        clients: 1,
+        txns_per_client: 2000,
+        slices: 8,
+    },
+    Run {
+        clients: 16,
+        txns_per_client: 400,
+        slices: 4,
+    },
+];
+
 /// Measure the variants named `names` at 1 and 16 clients (txn/s), each
 /// client on rows of its own: for each client count a warm-up of each
 /// variant, not recorded, then `bench.reps` interleaved repetitions, printed
 /// as one table, with the CPU the clients and the server spent per
 /// transaction (see [`cpu`](super::cpu)). `measure(variant, clients,
-/// txns_per_client)` is one sample of variant number `variant`.
+/// txns_per_client)` runs variant number `variant` and returns its txn/s.
+///
+/// A repetition runs in slices (see [`RUNS`]): the variants take turns
+/// slice by slice, each slice in an order rotated by one, and a variant's
+/// figure for the repetition is its transactions over its time summed over
+/// the slices. Drift on the machine (a checkpoint, another job) then falls
+/// on every variant of the repetition alike rather than on the one that
+/// happened to run during it: on a shared machine, blocks of a few seconds
+/// per variant gave per-repetition ratios of ±10–15 % between variants
+/// whose transactions, alternated one by one, differ by about 1 %.
 ///
 /// Returns each client count with its throughput table, for a caller that
 /// compares variants other than against the first (see [`Table::ratio_to`]).
@@ -89,14 +121,21 @@ pub(super) async fn at_1_and_16_clients(
 ) -> Result<Vec<(i64, Table)>, BoxError> {
     let names: Vec<String> = names.into_iter().map(Into::into).collect();
     let mut tables = Vec::new();
-    for (clients, txns_per_client) in [(1, 2000), (16, 400)] {
-        let txns_per_client = if bench.quick {
-            txns_per_client / 8
+    for Run {
+        clients,
+        txns_per_client,
+        slices,
+    } in RUNS
+    {
+        let (txns_per_client, slices) = if bench.quick {
+            (txns_per_client / 8, 1)
         } else {
-            txns_per_client
+            (txns_per_client, slices)
         };
+        let per_slice = txns_per_client / slices;
         println!(
-            "{clients} client(s), {txns_per_client} transactions each, {} reps:",
+            "{clients} client(s), {} transactions each in {slices} interleaved slice(s), {} reps:",
+            per_slice * slices,
             bench.reps
         );
         let mut table = Table::new(names.clone());
@@ -105,15 +144,25 @@ pub(super) async fn at_1_and_16_clients(
         for variant in 0..names.len() {
             measure(variant, clients, txns_per_client / 4 + 1).await?;
         }
+        let slice_txns = clients * per_slice;
         for rep in 0..bench.reps {
-            for variant in order(names.len(), rep) {
-                let before = CpuTimes::now(bench.dialect);
-                let tps = measure(variant, clients, txns_per_client).await?;
-                let cpu =
-                    before.per_txn_since(CpuTimes::now(bench.dialect), clients * txns_per_client);
-                table.record(variant, rep, tps);
-                client_cpu.record(variant, rep, cpu.client_us);
-                server_cpu.record(variant, rep, cpu.server_us);
+            let mut seconds = vec![0.0; names.len()];
+            let mut cpu_us = vec![(0.0, 0.0); names.len()];
+            for slice in 0..slices {
+                for variant in order(names.len(), rep + slice as usize) {
+                    let before = CpuTimes::now(bench.dialect);
+                    let tps = measure(variant, clients, per_slice).await?;
+                    let cpu = before.per_txn_since(CpuTimes::now(bench.dialect), slice_txns);
+                    seconds[variant] += slice_txns as f64 / tps;
+                    cpu_us[variant].0 += cpu.client_us * slice_txns as f64;
+                    cpu_us[variant].1 += cpu.server_us * slice_txns as f64;
+                }
+            }
+            let txns = (slice_txns * slices) as f64;
+            for variant in 0..names.len() {
+                table.record(variant, rep, txns / seconds[variant]);
+                client_cpu.record(variant, rep, cpu_us[variant].0 / txns);
+                server_cpu.record(variant, rep, cpu_us[variant].1 / txns);
             }
         }
         table.print("txn/s");
