@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 pub mod cluster;
 mod proxy;
+pub mod storm;
 
 pub use proxy::Proxy;
 
@@ -238,6 +239,22 @@ impl Fixture {
         (db, locker)
     }
 
+    /// A new pool and locker for this lock space with `lease`: in the
+    /// locker's configuration, and on the MySQL family set on every
+    /// connection of the pool with `hierlock::lease::mysql_pool`.
+    pub async fn leased(&self, lease: Duration) -> (DatabaseConnection, Locker) {
+        let config = self
+            .config
+            .clone()
+            .with_lease(lease)
+            .expect("a valid lease");
+        let db = connect_with(self.backend, &self.url, MAX_CONNECTIONS, Some(lease)).await;
+        let locker = Locker::connect(&db, config)
+            .await
+            .unwrap_or_else(|e| panic!("connecting a leased locker: {e}"));
+        (db, locker)
+    }
+
     /// Where [`Fixture::db`] connects.
     pub fn url(&self) -> &str {
         &self.url
@@ -309,6 +326,51 @@ impl Fixture {
             .expect("lock-wait view")
             .expect("one row");
         row.try_get::<i64>("", "n").expect("count") > 0
+    }
+
+    /// Wait until every connection of `ids` waits for a lock (one read of
+    /// the server's lock-wait view per poll); panics after 10 s.
+    pub async fn wait_until_all_blocked(&self, ids: &[i64]) {
+        let backend = self.db.get_database_backend();
+        let list = ids
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = match backend {
+            DbBackend::Postgres => format!(
+                "SELECT COUNT(DISTINCT pid)::int8 AS n FROM pg_locks WHERE pid IN ({list}) AND NOT granted"
+            ),
+            DbBackend::MySql => format!(
+                "SELECT CAST(COUNT(*) AS SIGNED) AS n FROM information_schema.INNODB_TRX \
+                 WHERE trx_mysql_thread_id IN ({list}) AND trx_state = 'LOCK WAIT'"
+            ),
+            _ => panic!("{:?} has no lock-wait view", self.backend),
+        };
+        let poll = async {
+            loop {
+                // See `is_waiting`: INNODB_TRX reads must be spaced.
+                let _turn = match backend {
+                    DbBackend::MySql => Some(innodb_trx_turn().await),
+                    _ => None,
+                };
+                let row = self
+                    .db
+                    .query_one_raw(Statement::from_string(backend, sql.clone()))
+                    .await
+                    .expect("lock-wait view")
+                    .expect("one row");
+                let waiting: i64 = row.try_get("", "n").expect("count");
+                if usize::try_from(waiting).is_ok_and(|n| n == ids.len()) {
+                    return;
+                }
+                drop(_turn);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), poll)
+            .await
+            .unwrap_or_else(|_| panic!("connections {ids:?} never all waited for a lock"));
     }
 
     /// Wait until connection `id` waits for a lock; panics after 10 s, so a

@@ -47,12 +47,13 @@ pub(crate) async fn take(
     for (i, locks) in statements.into_iter().enumerate() {
         let partial = run.holds_prefix || i > 0;
         let wait = run.statement_wait(partial)?;
+        let fence = run.fence();
         let stmt = run
             .dialect
-            .bucket_lock_statement(table, locks, wait, run.lease);
+            .bucket_lock_statement(table, locks, wait, run.lease, fence);
         // Earlier statements, or earlier rows of this one, may hold locks.
         let partial = partial || locks.len() > 1;
-        let rows = run.query(stmt, partial).await?;
+        let rows = run.query(stmt, partial, fence).await?;
         check_provisioned(table, locks, &rows, partial || !rows.is_empty())?;
     }
     Ok(())

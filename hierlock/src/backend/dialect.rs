@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
+use super::cancel::Fence;
 use super::{mysql, postgres, sqlite};
 
 use crate::config::{TableName, Wait};
@@ -148,37 +149,45 @@ impl Dialect {
     ///
     /// With a `lease`, PostgreSQL's statement also sets it for the
     /// transaction (see [`Config::with_lease`](crate::Config::with_lease));
-    /// the MySQL family's lease is the pool's.
+    /// the MySQL family's lease is the pool's. With a `fence`, the
+    /// statement takes it after its locks (see `cancel`).
     pub(crate) fn bucket_lock_statement(
         self,
         table: &TableName,
         part: &[PlannedLock],
         wait: Wait,
         lease: Option<Duration>,
+        fence: Option<Fence>,
     ) -> Statement {
         let table = self.quote(table.as_str());
         let flavor = match self {
-            Dialect::Postgres => return postgres::bucket_run(&table, part, wait, lease),
+            Dialect::Postgres => return postgres::bucket_run(&table, part, wait, lease, fence),
             Dialect::MariaDb => mysql::Flavor::MariaDb,
             _ => mysql::Flavor::MySql,
         };
-        if part.len() <= self.max_rows_per_statement() {
+        let stmt = if part.len() <= self.max_rows_per_statement() {
             mysql::point_lookups(flavor, &table, part, wait)
         } else {
             mysql::run_lists(flavor, &table, part, wait)
+        };
+        match fence {
+            Some(fence) => mysql::fenced(stmt, fence),
+            None => stmt,
         }
     }
 
     /// PostgreSQL's advisory locks for a whole plan in one statement, taken
     /// left to right; with `try_only`, each column says whether its key was
-    /// granted. With a `lease`, it also sets it for the transaction.
+    /// granted. With a `lease`, it also sets it for the transaction; with a
+    /// `fence`, it takes it after its locks (see `cancel`).
     pub(crate) fn advisory_lock_statement(
         self,
         plan: &[PlannedLock],
         try_only: bool,
         lease: Option<Duration>,
+        fence: Option<Fence>,
     ) -> Statement {
-        postgres::advisory_locks(plan, try_only, lease)
+        postgres::advisory_locks(plan, try_only, lease, fence)
     }
 
     /// PostgreSQL's advisory try-locks, stopping at the first key taken; one
@@ -282,7 +291,7 @@ mod tests {
         let plan = resource_plan();
         let run = plan.runs().nth(run).unwrap();
         dialect
-            .bucket_lock_statement(&TableName::default(), run, wait, None)
+            .bucket_lock_statement(&TableName::default(), run, wait, None, None)
             .sql
     }
 
@@ -291,7 +300,7 @@ mod tests {
         let plan = resource_plan();
         let table = TableName::default();
         let mysql = Dialect::MySql
-            .bucket_lock_statement(&table, plan.locks(), Wait::Block, None)
+            .bucket_lock_statement(&table, plan.locks(), Wait::Block, None, None)
             .sql;
         let branch = |clause: &str| {
             format!(
@@ -309,7 +318,7 @@ mod tests {
             .join(" UNION ALL ")
         );
         let mariadb = Dialect::MariaDb
-            .bucket_lock_statement(&table, plan.locks(), Wait::NoWait, None)
+            .bucket_lock_statement(&table, plan.locks(), Wait::NoWait, None, None)
             .sql;
         assert_eq!(
             mariadb.matches("LOCK IN SHARE MODE NOWAIT)").count(),
@@ -377,7 +386,7 @@ mod tests {
         let parts = Dialect::MariaDb.split_bucket_plan(plan.locks());
         assert_eq!(parts.len(), 1);
         let stmt =
-            Dialect::MySql.bucket_lock_statement(&TableName::default(), parts[0], Wait::NoWait, None);
+            Dialect::MySql.bucket_lock_statement(&TableName::default(), parts[0], Wait::NoWait, None, None);
         assert_eq!(stmt.sql.matches("JSON_TABLE(?").count(), 2, "{}", stmt.sql);
         assert!(
             stmt.sql.contains("FOR SHARE OF b0 NOWAIT) UNION ALL ("),
@@ -398,7 +407,7 @@ mod tests {
             values[1]
         );
         let mariadb =
-            Dialect::MariaDb.bucket_lock_statement(&TableName::default(), parts[0], Wait::Block, None);
+            Dialect::MariaDb.bucket_lock_statement(&TableName::default(), parts[0], Wait::Block, None, None);
         assert!(
             mariadb.sql.contains("LOCK IN SHARE MODE) UNION ALL ("),
             "{}",
@@ -462,7 +471,7 @@ mod tests {
     fn advisory_locks_are_one_statement_left_to_right() {
         let keyspace = Keyspace::Advisory { namespace: 7 };
         let plan = LockPlan::new(&[Target::account("u", "a").write()], keyspace).unwrap();
-        let stmt = Dialect::Postgres.advisory_lock_statement(plan.locks(), false, None);
+        let stmt = Dialect::Postgres.advisory_lock_statement(plan.locks(), false, None, None);
         assert_eq!(
             stmt.sql,
             "SELECT pg_advisory_xact_lock_shared($1) AS l0, pg_advisory_xact_lock($2) AS l1"

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use sea_orm::{DbBackend, Statement, Value};
 
+use super::cancel::Fence;
 use crate::config::Wait;
 use crate::model::plan::{LockMode, PlannedLock};
 
@@ -103,6 +104,26 @@ pub(super) fn run_lists(
         values.push(Value::from(json_keys(run)));
     }
     Statement::from_sql_and_values(DbBackend::MySql, sql, values)
+}
+
+/// `stmt`, then its fence (see `cancel`): a last `UNION ALL` branch that
+/// takes the fence's `GET_LOCK` lock once every earlier branch has locked
+/// its rows (the branches run in order), and returns no row (`GET_LOCK`
+/// answers 1, 0 or NULL). It waits for the fence as long as a cancellation
+/// holds it, a year at most (MariaDB has no endless `GET_LOCK`).
+pub(super) fn fenced(mut stmt: Statement, fence: Fence) -> Statement {
+    // A lone branch gets the parentheses a `UNION` needs around a lock clause.
+    if !stmt.sql.starts_with('(') {
+        stmt.sql = format!("({})", stmt.sql);
+    }
+    stmt.sql
+        .push_str(" UNION ALL (SELECT NULL, NULL FROM DUAL WHERE GET_LOCK(?, 31536000) = 2)");
+    let fence = Value::from(fence.mysql_name());
+    match &mut stmt.values {
+        Some(values) => values.0.push(fence),
+        None => stmt.values = Some(sea_orm::Values(vec![fence])),
+    }
+    stmt
 }
 
 fn lock_clause(flavor: Flavor, mode: LockMode) -> &'static str {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement};
 use tokio::time::Instant;
 
-use super::cancel::{CancelOnDrop, Canceller};
+use super::cancel::{CancelOnDrop, Canceller, Fence, Waiter};
 use super::classify::{Conflict, classify, is_missing_table, lock_memory_full_hint};
 use super::dialect::Dialect;
 use crate::config::Wait;
@@ -32,9 +32,9 @@ pub(crate) struct Run<'c, C> {
     /// How many locks the plan takes.
     locks: usize,
     pub(crate) statements: usize,
-    /// The canceller and the server-side id of `conn`, for statements that
-    /// may wait.
-    cancel: Option<(Canceller, i64)>,
+    /// The canceller, and the connection as the server names it, for
+    /// statements that may wait.
+    cancel: Option<(Canceller, Waiter)>,
     /// A failed no-wait attempt may have left a prefix of the plan locked.
     pub(crate) holds_prefix: bool,
     /// The lease to set for the transaction in its lock statements
@@ -69,18 +69,31 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         }
     }
 
+    /// The fence for the next lock statement, if it may wait and can be
+    /// cancelled (see `cancel`): the statement builder puts it in the
+    /// statement, and [`Run::query`] is given it with the statement.
+    pub(crate) fn fence(&self) -> Option<Fence> {
+        self.cancel.as_ref().map(|_| Fence::next())
+    }
+
     /// Run one lock statement; classify its failure. `partial` says whether
     /// locks of this acquisition may already be held when it fails.
     ///
-    /// A statement that may wait is cancelled on the server if its future is
-    /// dropped, and when the deadline passes.
-    pub(crate) async fn query(&mut self, stmt: Statement, partial: bool) -> Result<Vec<QueryResult>> {
+    /// A statement with a `fence` is cancelled on the server if its future
+    /// is dropped (its session ended), and when the deadline passes (the
+    /// statement interrupted).
+    pub(crate) async fn query(
+        &mut self,
+        stmt: Statement,
+        partial: bool,
+        fence: Option<Fence>,
+    ) -> Result<Vec<QueryResult>> {
         self.statements += 1;
         tracing::trace!(sql = %stmt.sql, "hierlock lock statement");
-        let guard: Option<CancelOnDrop> = self
-            .cancel
-            .as_ref()
-            .map(|(canceller, id)| canceller.arm(*id));
+        let guard: Option<CancelOnDrop> = match (&self.cancel, fence) {
+            (Some((canceller, waiter)), Some(fence)) => Some(canceller.arm(*waiter, fence)),
+            _ => None,
+        };
         let statement = self.conn.query_all_raw(stmt);
         // Only a statement that can be cancelled is given up at the deadline
         // (SQLite's wait ends in its busy handler, or with its busy timeout,
@@ -95,6 +108,7 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
                         guard.cancel_now().await;
                     }
                     self.drain().await;
+                    self.release(fence).await;
                     return Err(self.deadline_passed(true));
                 }
             },
@@ -102,16 +116,28 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         if let Some(guard) = guard {
             guard.disarm();
         }
-        outcome.map_err(|e| self.conflict(e, partial))
+        let outcome = outcome.map_err(|e| self.conflict(e, partial));
+        if !matches!(&outcome, Err(e) if e.kind() == crate::error::ErrorKind::ConnectionLost) {
+            self.release(fence).await;
+        }
+        outcome
     }
 
-    /// End the connection if it still runs a lock statement: the acquisition
-    /// was given up with its statement unanswered. In the background: the
-    /// server is asked from the side connection, which a dead network may
-    /// not reach either (the lease then ends the session).
-    pub(crate) fn end_session(&self) {
-        if let Some((canceller, id)) = &self.cancel {
-            canceller.end_session_in_background(*id);
+    /// Let go of a statement's fence where it outlives the statement (the
+    /// MySQL family's `GET_LOCK` is the session's; PostgreSQL's advisory
+    /// lock ends with the transaction). A failure leaves a lock nobody else
+    /// asks for on the session: logged, not returned.
+    async fn release(&self, fence: Option<Fence>) {
+        let Some(fence) = fence.filter(|_| self.dialect.is_mysql_family()) else {
+            return;
+        };
+        let stmt = Statement::from_sql_and_values(
+            self.dialect.backend(),
+            "DO RELEASE_LOCK(?)",
+            [sea_orm::Value::from(fence.mysql_name())],
+        );
+        if let Err(error) = self.conn.execute_raw(stmt).await {
+            tracing::debug!(%error, "hierlock could not release a lock statement's fence");
         }
     }
 
@@ -134,14 +160,15 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         }
     }
 
-    /// Learn the server-side id of the connection, so that a statement that
-    /// waits can be cancelled: one round trip, for acquisitions that may wait
-    /// on a server that can cancel.
+    /// Learn how the server names the connection (its id; on PostgreSQL
+    /// also its transaction's start), so that a statement that waits can be
+    /// cancelled: one round trip, for acquisitions that may wait on a server
+    /// that can cancel.
     pub(crate) async fn prepare_cancel(&mut self, canceller: &Canceller) -> Result<()> {
         if self.wait == Wait::NoWait {
             return Ok(());
         }
-        let Some(stmt) = canceller.connection_id_statement() else {
+        let Some(stmt) = canceller.waiter_statement() else {
             return Ok(());
         };
         canceller.warm();
@@ -151,12 +178,10 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
             .query_one_raw(stmt)
             .await
             .map_err(|e| Error::database(doing(), e))?;
-        let id: i64 = row
-            .map(|row| row.try_get("", "id"))
-            .transpose()
-            .map_err(|e| Error::database(doing(), e))?
-            .unwrap_or_default();
-        self.cancel = Some((canceller.clone(), id));
+        // The statement returns one row; without it there is nothing to name.
+        let Some(row) = row else { return Ok(()) };
+        let waiter = Canceller::waiter(&row).map_err(|e| Error::database(doing(), e))?;
+        self.cancel = Some((canceller.clone(), waiter));
         Ok(())
     }
 

@@ -341,8 +341,10 @@ impl Locker {
                 let answered = tokio::time::timeout_at(started + within, work).await;
                 match answered {
                     Ok(outcome) => outcome,
+                    // Dropping the work ended the session of a lock
+                    // statement in flight (its guard), so that the server
+                    // frees the locks now rather than at the lease.
                     Err(_elapsed) => {
-                        run.end_session();
                         Err(Error::no_answer(
                             format_args!("acquiring {}", run.what()),
                             within,

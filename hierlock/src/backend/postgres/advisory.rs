@@ -26,7 +26,7 @@ pub(crate) async fn take_probing(
 ) -> Result<()> {
     if run.wait != Wait::NoWait && plan.locks().len() <= MAX_PROBED_KEYS {
         let stmt = run.dialect.advisory_probe_statement(plan.locks(), run.lease);
-        let rows = run.query(stmt, plan.locks().len() > 1).await?;
+        let rows = run.query(stmt, plan.locks().len() > 1, None).await?;
         let granted = rows
             .first()
             .and_then(|row| row.try_get::<i32>("", "granted").ok())
@@ -50,8 +50,11 @@ async fn take(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Resul
         .chunks(run.dialect.max_rows_per_statement())
         .enumerate()
     {
-        let stmt = run.dialect.advisory_lock_statement(locks, try_only, run.lease);
-        let rows = run.query(stmt, i > 0 || locks.len() > 1).await?;
+        let fence = run.fence();
+        let stmt = run
+            .dialect
+            .advisory_lock_statement(locks, try_only, run.lease, fence);
+        let rows = run.query(stmt, i > 0 || locks.len() > 1, fence).await?;
         if try_only && !all_granted(&rows, locks.len()) {
             return Err(Error::WouldBlock {
                 what: run.what(),

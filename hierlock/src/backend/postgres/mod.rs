@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use sea_orm::{DbBackend, Statement, Value};
 
+use super::cancel::Fence;
 use crate::config::Wait;
 use crate::model::plan::{LockMode, PlannedLock};
 
@@ -21,11 +22,15 @@ use crate::model::plan::{LockMode, PlannedLock};
 /// query returns, in `ORDER BY` order (the lock is taken above the sort):
 /// here the keys' order in the arrays, the plan's (which is not the table's
 /// `(level, bucket)` order once stripes sit between the levels).
+///
+/// With a `fence` (see `cancel`), the run is a `WITH` query, followed by a
+/// branch that takes the fence once every row is locked and returns no row.
 pub(super) fn bucket_run(
     table: &str,
     run: &[PlannedLock],
     wait: Wait,
     lease: Option<Duration>,
+    fence: Option<Fence>,
 ) -> Statement {
     let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
     let lock = match mode {
@@ -34,13 +39,23 @@ pub(super) fn bucket_run(
         LockMode::Shared => "FOR SHARE",
     };
     let wait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
-    let sql = format!(
+    let mut sql = format!(
         "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{} \
          FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
          JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
          ORDER BY k.position {lock} OF b{wait}",
         lease_column(lease)
     );
+    if fence.is_some() {
+        // The `WITH` query is scanned first, to its end (the `UNION ALL`
+        // runs its branches in order); the second branch's condition has
+        // no column, so it is evaluated once, when that branch starts.
+        sql = format!(
+            "WITH locked AS ({sql}) SELECT locked_level, locked_bucket FROM locked \
+             UNION ALL SELECT NULL, NULL WHERE {} IS NULL",
+            fence_call(3)
+        );
+    }
     let array = |field: fn(&PlannedLock) -> i64| {
         let mut text = String::with_capacity(2 + run.len() * 8);
         text.push('{');
@@ -51,20 +66,24 @@ pub(super) fn bucket_run(
         text.push('}');
         Value::from(text)
     };
-    let values = [
+    let mut values = vec![
         array(|lock| i64::from(lock.key.table_level())),
         array(|lock| lock.key.slot),
     ];
+    values.extend(fence_values(fence));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
 
 /// `SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock($2), …`:
 /// one statement for a whole plan, taken left to right. With `try_only`,
 /// each column says whether its key was granted.
+///
+/// With a `fence` (see `cancel`), a last column takes it once every key is.
 pub(super) fn advisory_locks(
     plan: &[PlannedLock],
     try_only: bool,
     lease: Option<Duration>,
+    fence: Option<Fence>,
 ) -> Statement {
     let prefix = if try_only {
         "pg_try_advisory_xact_lock"
@@ -79,8 +98,32 @@ pub(super) fn advisory_locks(
         write!(sql, "{prefix}{}(${}) AS l{i}", shared_suffix(lock), i + 1).ok();
     }
     sql.push_str(&lease_column(lease));
-    let values = plan.iter().map(|lock| Value::from(lock.key.slot));
+    if fence.is_some() {
+        write!(sql, ", {} AS hierlock_fence", fence_call(plan.len() + 1)).ok();
+    }
+    let values = plan
+        .iter()
+        .map(|lock| Value::from(lock.key.slot))
+        .chain(fence_values(fence));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// `pg_advisory_xact_lock_shared($n, $n+1)::text`: take a fence, shared (a
+/// cancellation asks for it exclusive), until the transaction ends; its two
+/// keys are the parameters from `$first` on.
+fn fence_call(first: usize) -> String {
+    format!(
+        "pg_advisory_xact_lock_shared(${first}::int4, ${}::int4)::text",
+        first + 1
+    )
+}
+
+/// The fence's parameters for [`fence_call`].
+fn fence_values(fence: Option<Fence>) -> impl Iterator<Item = Value> {
+    fence.into_iter().flat_map(|fence| {
+        let (high, low) = fence.postgres_keys();
+        [Value::from(high), Value::from(low)]
+    })
 }
 
 /// `SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN CASE WHEN
@@ -110,17 +153,24 @@ pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>) -> S
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
 
-/// `, set_config('idle_in_transaction_session_timeout', '60000', true) AS
+/// `, set_config('idle_in_transaction_session_timeout', …, true) AS
 /// hierlock_lease`: the lease, for the transaction only (`true`: it reverts
 /// at COMMIT or ROLLBACK, and with a savepoint rolled back to), as the last
-/// column of a lock statement, so that setting it costs no round trip. The
-/// value is a literal (the statement text stays the same for one lease,
-/// and is prepared once).
+/// column of a lock statement, so that setting it costs no round trip.
+///
+/// A tighter timeout already in force (set by the application, or a role's
+/// or database's default) is kept: the lease never widens it. `0` (off) and
+/// a longer one are replaced. The value is a literal (the statement text
+/// stays the same for one lease, and is prepared once).
 fn lease_column(lease: Option<Duration>) -> String {
     lease.map_or_else(String::new, |lease| {
+        let millis = lease.as_millis();
         format!(
-            ", set_config('idle_in_transaction_session_timeout', '{}', true) AS hierlock_lease",
-            lease.as_millis()
+            ", set_config('idle_in_transaction_session_timeout', \
+             CASE WHEN current_setting('idle_in_transaction_session_timeout')::interval \
+             BETWEEN interval '1 millisecond' AND interval '{millis} milliseconds' \
+             THEN current_setting('idle_in_transaction_session_timeout') ELSE '{millis}' END, \
+             true) AS hierlock_lease"
         )
     })
 }

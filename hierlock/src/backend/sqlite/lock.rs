@@ -40,7 +40,7 @@ pub(crate) async fn take_write_lock(
             drop(registration);
             let restore = set_busy_timeout(run).await?;
             let stmt = run.dialect.sqlite_write_lock_statement(table);
-            let outcome = run.query(stmt, false).await.map(drop);
+            let outcome = run.query(stmt, false, None).await.map(drop);
             restore_wait(run, restore, outcome).await
         }
         Err(e) => {

@@ -1,0 +1,140 @@
+//! The fence of a statement that may wait, and the server-side steps of a
+//! cancellation: take the fence, check, interrupt, let the fence go.
+
+use super::{End, Request, Waiter};
+
+/// A lock unique to one statement that may wait, taken by that statement
+/// after its locks and by a cancellation before it checks and interrupts
+/// (see the [module docs](super)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Fence(u64);
+
+impl Fence {
+    /// A fence no other statement of this process gets, and another
+    /// process only by chance (62 random bits): a random start, then a
+    /// counter.
+    pub(crate) fn next() -> Fence {
+        use std::hash::{BuildHasher, Hasher};
+        use std::sync::OnceLock;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static START: OnceLock<u64> = OnceLock::new();
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let start = *START.get_or_init(|| {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u32(std::process::id());
+            hasher.finish()
+        });
+        let token = start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed));
+        Fence(token & ((1 << 62) - 1))
+    }
+
+    /// MySQL and MariaDB: the name of its `GET_LOCK` lock (at most 64
+    /// characters).
+    pub(crate) fn mysql_name(self) -> String {
+        format!("hierlock_fence_{:016x}", self.0)
+    }
+
+    /// PostgreSQL: its advisory lock's two `int4` keys (a lock space apart
+    /// from hierlock's own `bigint` keys), each non-negative.
+    pub(crate) fn postgres_keys(self) -> (i32, i32) {
+        let half = |bits: u64| i32::try_from(bits & 0x7fff_ffff).unwrap_or_default();
+        (half(self.0 >> 31), half(self.0))
+    }
+}
+
+/// Lets go of every fence the side connection holds (it holds nothing else).
+#[cfg(feature = "mysql")]
+pub(super) const MYSQL_RELEASE_FENCES: &str = "DO RELEASE_ALL_LOCKS()";
+
+/// One cancellation on the MySQL family, as statements for one round trip:
+/// take the fence without waiting; if it was free, the statement has not
+/// succeeded and cannot while the fence is held, so its connection is still
+/// the acquisition's: kill the statement (or the connection); let the fence
+/// go.
+///
+/// The connection needs no other check. At a deadline the acquisition
+/// itself waits for the cancellation before it sends anything else. After
+/// a drop, sqlx gives the connection back to its pool only once the
+/// statement's answer was a success; an error closes it.
+#[cfg(feature = "mysql")]
+pub(super) fn mysql_kill(request: &Request, mariadb: bool) -> String {
+    let Waiter { connection, .. } = request.waiter;
+    // MariaDB kills one statement by its query id; MySQL what a connection
+    // runs (a kill that reaches an idle connection does nothing). A
+    // connection is ended whatever it does: its statement may not have
+    // reached the server yet.
+    let (kill, running) = match (request.end, mariadb) {
+        (End::Session, _) => ("'KILL CONNECTION ', ID", ""),
+        (End::Statement, true) => ("'KILL QUERY ID ', QUERY_ID", " AND INFO IS NOT NULL"),
+        (End::Statement, false) => ("'KILL QUERY ', ID", " AND INFO IS NOT NULL"),
+    };
+    let name = request.fence.mysql_name();
+    format!(
+        "SET @hierlock_kill = IF(GET_LOCK('{name}', 0) = 1, \
+         (SELECT CONCAT({kill}) FROM information_schema.PROCESSLIST \
+         WHERE ID = {connection}{running} LIMIT 1), NULL); \
+         SET @hierlock_kill = COALESCE(@hierlock_kill, 'DO 0'); \
+         PREPARE hierlock_kill FROM @hierlock_kill; \
+         EXECUTE hierlock_kill; DEALLOCATE PREPARE hierlock_kill; \
+         DO RELEASE_LOCK('{name}'); "
+    )
+}
+
+/// Every cancellation of `batch` on PostgreSQL, as one transaction in one
+/// round trip: take the fences that are free (a statement that holds its
+/// fence has its locks), then signal each backend whose fence this
+/// transaction holds and that still runs a statement of the transaction the
+/// cancellation was issued for, then let the fences go. `pg_stat_activity`
+/// is first read in the second statement, after the fences are held.
+#[cfg(feature = "postgres")]
+pub(super) fn postgres_cancel(batch: &[Request]) -> String {
+    let rows: Vec<String> = batch
+        .iter()
+        .map(|r| {
+            let Waiter {
+                connection,
+                transaction,
+            } = r.waiter;
+            let (high, low) = r.fence.postgres_keys();
+            format!(
+                "({connection}, {transaction}::int8, {high}, {low}, {})",
+                r.end == End::Session
+            )
+        })
+        .collect();
+    let keys = format!(
+        "(VALUES {}) AS k(pid, xact, high, low, session)",
+        rows.join(", ")
+    );
+    format!(
+        "BEGIN; \
+         SELECT count(*) FROM {keys} WHERE pg_try_advisory_xact_lock(k.high, k.low); \
+         SELECT CASE WHEN k.session THEN pg_terminate_backend(a.pid) ELSE pg_cancel_backend(a.pid) END \
+         FROM pg_stat_activity AS a JOIN {keys} ON a.pid = k.pid \
+         WHERE floor(extract(epoch FROM a.xact_start) * 1000000)::int8 = k.xact \
+         AND a.state = 'active' \
+         AND EXISTS (SELECT 1 FROM pg_locks AS l WHERE l.pid = pg_backend_pid() \
+         AND l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted \
+         AND l.classid = k.high::oid AND l.objid = k.low::oid); \
+         COMMIT"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fences_are_distinct_and_fit_their_servers() {
+        let fences: Vec<Fence> = (0..1000).map(|_| Fence::next()).collect();
+        let distinct: std::collections::HashSet<_> = fences.iter().collect();
+        assert_eq!(distinct.len(), fences.len());
+        let keys: std::collections::HashSet<_> = fences.iter().map(|f| f.postgres_keys()).collect();
+        assert_eq!(keys.len(), fences.len(), "PostgreSQL's keys are distinct too");
+        for fence in fences {
+            assert!(fence.mysql_name().len() <= 64);
+            let (high, low) = fence.postgres_keys();
+            assert!(high >= 0 && low >= 0);
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! The side connection and the cancellations waiting for it: one task sends
+//! them, as many as are waiting in one round trip.
+
+use std::sync::{Arc, Mutex};
+
+use sea_orm::{DatabaseConnection, Statement};
+use tokio::sync::oneshot;
+
+use super::{CANCEL_TIMEOUT, End, Fence, Waiter, fence};
+use crate::backend::dialect::Dialect;
+
+/// The most cancellations sent in one round trip.
+const MAX_BATCH: usize = 64;
+
+/// How to reach the server, and which one it is.
+#[derive(Debug)]
+pub(super) enum Side {
+    #[cfg(feature = "mysql")]
+    MySql {
+        options: sea_orm::sqlx::mysql::MySqlConnectOptions,
+        mariadb: bool,
+    },
+    #[cfg(feature = "postgres")]
+    Postgres(sea_orm::sqlx::postgres::PgConnectOptions),
+}
+
+/// The side connection.
+enum Connection {
+    #[cfg(feature = "mysql")]
+    MySql(sea_orm::sqlx::MySqlConnection),
+    #[cfg(feature = "postgres")]
+    Postgres(sea_orm::sqlx::PgConnection),
+}
+
+/// One cancellation, waiting for its turn.
+pub(super) struct Request {
+    pub(super) waiter: Waiter,
+    pub(super) fence: Fence,
+    pub(super) end: End,
+    /// Told when the server was asked (or the attempt given up).
+    done: Option<oneshot::Sender<()>>,
+}
+
+impl Request {
+    /// A request whose sender waits for it to be sent.
+    pub(super) fn answered(waiter: Waiter, fence: Fence, end: End) -> (Request, oneshot::Receiver<()>) {
+        let (done, asked) = oneshot::channel();
+        let request = Request {
+            waiter,
+            fence,
+            end,
+            done: Some(done),
+        };
+        (request, asked)
+    }
+
+    /// A request nobody waits for.
+    pub(super) fn unanswered(waiter: Waiter, fence: Fence, end: End) -> Request {
+        Request {
+            waiter,
+            fence,
+            end,
+            done: None,
+        }
+    }
+}
+
+/// Cancellations waiting for the side connection.
+#[derive(Debug)]
+pub(super) struct Queue {
+    side: Side,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: Vec<Request>,
+    /// Whether the sending task runs; it owns the side connection meanwhile.
+    sending: bool,
+    /// The side connection, while no task sends.
+    idle: Option<Connection>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("pending", &self.pending.len())
+            .field("sending", &self.sending)
+            .field("connected", &self.idle.is_some())
+            .finish()
+    }
+}
+
+impl Queue {
+    pub(super) fn new(side: Side) -> Arc<Queue> {
+        Arc::new(Queue {
+            side,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    pub(super) fn side(&self) -> &Side {
+        &self.side
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state stays consistent whatever panicked while holding it.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queue `request` (with `None`, only make sure the side connection is
+    /// open) and start the sending task unless it runs. False if no task can
+    /// run (no Tokio runtime).
+    pub(super) fn submit(self: &Arc<Queue>, request: Option<Request>) -> bool {
+        {
+            let mut state = self.state();
+            if request.is_none() && (state.sending || state.idle.is_some()) {
+                return true;
+            }
+            state.pending.extend(request);
+            if std::mem::replace(&mut state.sending, true) {
+                return true;
+            }
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(Arc::clone(self).send());
+                true
+            }
+            Err(_) => {
+                let mut state = self.state();
+                state.sending = false;
+                state.pending.clear();
+                tracing::warn!("hierlock could not cancel a lock wait: no Tokio runtime");
+                false
+            }
+        }
+    }
+
+    /// Send the pending cancellations, a batch per round trip, until none
+    /// is left. A task of its own, so that no caller's dropped future can
+    /// leave the queue without a sender.
+    async fn send(self: Arc<Queue>) {
+        let mut conn = self.state().idle.take();
+        loop {
+            if conn.is_none() {
+                conn = self.connect().await;
+            }
+            let batch: Vec<Request> = {
+                let mut state = self.state();
+                if state.pending.is_empty() {
+                    state.sending = false;
+                    state.idle = conn;
+                    return;
+                }
+                let take = state.pending.len().min(MAX_BATCH);
+                state.pending.drain(..take).collect()
+            };
+            // Not connected: the batch is given up (logged by `connect`).
+            if let Some(open) = conn.as_mut() {
+                let sent = tokio::time::timeout(CANCEL_TIMEOUT, self.side.cancel(open, &batch)).await;
+                match sent {
+                    Ok(Ok(())) => {
+                        tracing::debug!(count = batch.len(), "hierlock cancelled lock waits");
+                    }
+                    Ok(Err(error)) => {
+                        tracing::warn!(%error, "hierlock could not cancel a lock wait");
+                        conn = None;
+                    }
+                    Err(_) => {
+                        // Dropped mid-statement: closed, not pooled, so
+                        // nothing waits on its answer.
+                        tracing::warn!("hierlock's lock-wait cancellation timed out");
+                        conn = None;
+                    }
+                }
+            }
+            for request in batch {
+                if let Some(done) = request.done {
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// Open the side connection, within [`CANCEL_TIMEOUT`].
+    async fn connect(&self) -> Option<Connection> {
+        match tokio::time::timeout(CANCEL_TIMEOUT, self.side.connect()).await {
+            Ok(Ok(conn)) => Some(conn),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "hierlock could not open its cancelling connection");
+                None
+            }
+            Err(_) => {
+                tracing::warn!("hierlock's cancelling connection did not open in time");
+                None
+            }
+        }
+    }
+}
+
+impl Side {
+    /// The server behind `db`, if it can be asked (an SQLx pool of a server).
+    pub(super) fn of(db: &DatabaseConnection, dialect: Dialect) -> Option<Side> {
+        #[cfg(any(feature = "mysql", feature = "postgres"))]
+        use sea_orm::DatabaseConnectionType as Pool;
+        let _ = dialect;
+        match &db.inner {
+            #[cfg(feature = "mysql")]
+            Pool::SqlxMySqlPoolConnection(_) => Some(Side::MySql {
+                options: (*db.get_mysql_connection_pool().connect_options()).clone(),
+                mariadb: dialect == Dialect::MariaDb,
+            }),
+            #[cfg(feature = "postgres")]
+            Pool::SqlxPostgresPoolConnection(_) => Some(Side::Postgres(
+                (*db.get_postgres_connection_pool().connect_options()).clone(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// See [`Canceller::waiter_statement`](super::Canceller::waiter_statement).
+    pub(super) fn waiter_statement(&self) -> Statement {
+        match *self {
+            #[cfg(feature = "mysql")]
+            Side::MySql { .. } => Statement::from_string(
+                sea_orm::DbBackend::MySql,
+                "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id, CAST(0 AS SIGNED) AS xact",
+            ),
+            #[cfg(feature = "postgres")]
+            Side::Postgres(_) => Statement::from_string(
+                sea_orm::DbBackend::Postgres,
+                "SELECT pg_backend_pid()::int8 AS id, \
+                 floor(extract(epoch FROM now()) * 1000000)::int8 AS xact",
+            ),
+        }
+    }
+
+    async fn connect(&self) -> Result<Connection, sea_orm::sqlx::Error> {
+        #[cfg(any(feature = "mysql", feature = "postgres"))]
+        use sea_orm::sqlx::ConnectOptions;
+        match *self {
+            #[cfg(feature = "mysql")]
+            Side::MySql { ref options, .. } => options.connect().await.map(Connection::MySql),
+            #[cfg(feature = "postgres")]
+            Side::Postgres(ref options) => options.connect().await.map(Connection::Postgres),
+        }
+    }
+
+    /// Ask the server to end every request of `batch` whose statement still
+    /// runs, in one round trip.
+    async fn cancel(&self, conn: &mut Connection, batch: &[Request]) -> Result<(), sea_orm::sqlx::Error> {
+        #[cfg(any(feature = "mysql", feature = "postgres"))]
+        use sea_orm::sqlx::{AssertSqlSafe, Executor};
+        let _ = batch;
+        match (self, conn) {
+            #[cfg(feature = "mysql")]
+            (Side::MySql { mariadb, .. }, Connection::MySql(conn)) => {
+                let sql: String = batch.iter().map(|r| fence::mysql_kill(r, *mariadb)).collect();
+                match conn.execute(AssertSqlSafe(sql)).await {
+                    Ok(_) => Ok(()),
+                    // A batch stops at its first failure (a connection that
+                    // ended between the check and its kill), holding the
+                    // fence it had taken: let every fence go, then each
+                    // request again on its own (a repeated cancellation
+                    // finds its statement gone, or ends it).
+                    Err(sea_orm::sqlx::Error::Database(error)) => {
+                        tracing::debug!(%error, "hierlock: a lock wait ended before its cancellation");
+                        conn.execute(fence::MYSQL_RELEASE_FENCES).await?;
+                        for request in batch {
+                            let sql = fence::mysql_kill(request, *mariadb);
+                            if let Err(error) = conn.execute(AssertSqlSafe(sql)).await {
+                                tracing::debug!(%error, "hierlock: a lock wait ended before its cancellation");
+                                conn.execute(fence::MYSQL_RELEASE_FENCES).await?;
+                            }
+                        }
+                        Ok(())
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+            #[cfg(feature = "postgres")]
+            (Side::Postgres(_), Connection::Postgres(conn)) => {
+                // Simple queries (no prepared statement), in one transaction,
+                // so that they also run through pgbouncer's transaction
+                // pooling.
+                conn.execute(AssertSqlSafe(fence::postgres_cancel(batch)))
+                    .await
+                    .map(drop)
+            }
+            #[allow(unreachable_patterns)]
+            _ => Ok(()),
+        }
+    }
+}
