@@ -187,6 +187,12 @@ pub struct Config {
 /// has sent nothing for a minute is ended by the server.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
+/// The longest [`Config::with_lease`]: PostgreSQL's
+/// `idle_in_transaction_session_timeout` is an `int` of milliseconds
+/// (2,147,483,647 ms, about 24.9 days); the MySQL family's settings go
+/// further.
+pub const MAX_LEASE: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// The default [`Config::answer_timeout`].
 pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -348,13 +354,20 @@ impl Config {
     /// [`LockHandle::lost`](crate::LockHandle::lost) more often than the
     /// lease (each check is a statement, so it keeps the session alive).
     ///
+    /// A tighter timeout already in force is kept: PostgreSQL's setting as
+    /// the application, a role or the database set it (`0`, off, is
+    /// replaced by the lease), and on the MySQL family the server's global
+    /// default when [`crate::lease::mysql_pool`] sets the pool's.
+    ///
     /// # Errors
     /// [`Error::InvalidConfig`] if `lease` is under one second (the MySQL
-    /// family's unit) or over [`MAX_TIMEOUT`].
+    /// family's unit) or over [`MAX_LEASE`] (PostgreSQL's largest).
     pub fn with_lease(mut self, lease: Duration) -> Result<Self> {
-        if lease < Duration::from_secs(1) || lease > MAX_TIMEOUT {
+        if lease < Duration::from_secs(1) || lease > MAX_LEASE {
             return Err(Error::InvalidConfig(format!(
-                "a lease must be between 1 s and {MAX_TIMEOUT:?}, got {lease:?}"
+                "a lease must be between 1 s and {MAX_LEASE:?} (PostgreSQL's largest \
+                 idle_in_transaction_session_timeout), got {lease:?}; \
+                 for no lease at all use Config::without_lease"
             )));
         }
         self.lease = Some(lease);
@@ -525,10 +538,19 @@ mod tests {
                 .with_wait(Wait::Timeout(Duration::from_millis(1)))
                 .is_ok()
         );
-        for bad in [Duration::ZERO, Duration::from_millis(999), MAX_TIMEOUT * 2] {
+        let thirty_days = Duration::from_secs(30 * 24 * 3600);
+        for bad in [
+            Duration::ZERO,
+            Duration::from_millis(999),
+            MAX_LEASE + Duration::from_millis(1),
+            thirty_days,
+            MAX_TIMEOUT,
+        ] {
             let err = Config::default().with_lease(bad).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidConfig, "{bad:?}");
         }
+        let longest = Config::default().with_lease(MAX_LEASE).expect("the longest lease");
+        assert_eq!(longest.lease(), Some(MAX_LEASE));
         assert_eq!(Config::default().lease(), Some(DEFAULT_LEASE));
         assert_eq!(Config::default().without_lease().lease(), None);
         assert!(Config::default().with_answer_timeout(Duration::ZERO).is_err());

@@ -49,7 +49,8 @@ pub fn mysql_pool(
 /// Set the lease on one MySQL or MariaDB connection: MariaDB's
 /// `idle_transaction_timeout` (a session idle *inside a transaction* for
 /// that long is ended), or, on MySQL, which has no such setting,
-/// `wait_timeout` (any idle session).
+/// `wait_timeout` (any idle session). A tighter value already in force (the
+/// server's global default) is kept; `0` (off) is replaced.
 ///
 /// # Errors
 /// The server's error if neither setting can be changed.
@@ -61,7 +62,14 @@ pub async fn set_mysql_session_lease(
     use sea_orm::sqlx::{AssertSqlSafe, Executor};
 
     let seconds = crate::backend::mysql::whole_seconds(lease);
-    let mariadb = format!("SET SESSION idle_transaction_timeout = {seconds}");
+    // A tighter timeout already in force (the server's default) is kept.
+    let keep_tighter = |name: &str| {
+        format!(
+            "SET SESSION {name} = CAST(IF(@@session.{name} BETWEEN 1 AND {seconds}, \
+             @@session.{name}, {seconds}) AS UNSIGNED)"
+        )
+    };
+    let mariadb = keep_tighter("idle_transaction_timeout");
     match conn.execute(AssertSqlSafe(mariadb)).await {
         Ok(_) => Ok(()),
         // 1193: unknown system variable (MySQL).
@@ -69,7 +77,7 @@ pub async fn set_mysql_session_lease(
             if e.try_downcast_ref::<sea_orm::sqlx::mysql::MySqlDatabaseError>()
                 .is_some_and(|e| e.number() == 1193) =>
         {
-            let mysql = format!("SET SESSION wait_timeout = {seconds}");
+            let mysql = keep_tighter("wait_timeout");
             conn.execute(AssertSqlSafe(mysql)).await.map(drop)
         }
         Err(e) => Err(e),

@@ -55,7 +55,7 @@ with_a_backend! {
     pub use error::conflict_kind;
     pub use config::{
         Config, DEADLINE_MARGIN, DEFAULT_ANSWER_TIMEOUT, DEFAULT_LEASE, DEFAULT_TABLE,
-        MAX_BUCKET_SPACE, MAX_TABLE_NAME_LEN, MAX_TIMEOUT, PostgresLocks,
+        MAX_BUCKET_SPACE, MAX_LEASE, MAX_TABLE_NAME_LEN, MAX_TIMEOUT, PostgresLocks,
         TableName, Wait,
     };
     pub use backend::dialect::Dialect;

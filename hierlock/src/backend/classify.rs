@@ -152,9 +152,13 @@ fn is_lost_code(code: ServerCode<'_>) -> bool {
         ServerCode::MySql(code) => matches!(code, 1053 | 1927 | 2006 | 2013 | 4031),
         ServerCode::MySqlCommit(_) => false,
         // Class 08 (connection exception); admin_shutdown (57P01, also
-        // `pg_terminate_backend`), crash_shutdown, cannot_connect_now.
+        // `pg_terminate_backend`), crash_shutdown, cannot_connect_now; the
+        // session ended by a timeout: idle_in_transaction_session_timeout
+        // (25P03, the lease), transaction_timeout (25P04, PostgreSQL 17),
+        // idle_session_timeout (57P05). Each FATAL: the connection is closed.
         ServerCode::Postgres(code) => {
-            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+            code.starts_with("08")
+                || matches!(code, "57P01" | "57P02" | "57P03" | "57P05" | "25P03" | "25P04")
         }
         ServerCode::Sqlite(_) => false,
     }
@@ -275,6 +279,7 @@ mod tests {
             MySql(1053),
             Postgres("57P01"),
             Postgres("08006"),
+            Postgres("25P03"),
         ] {
             assert!(is_lost_code(code), "{code:?}");
             assert_eq!(classify_code(code), None, "{code:?}");

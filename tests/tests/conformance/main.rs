@@ -11,6 +11,7 @@ mod deadlock;
 mod errors;
 mod faults;
 mod handle;
+mod lease;
 mod matrix;
 mod partition;
 mod protected;
@@ -97,6 +98,7 @@ macro_rules! exact_tests {
             deadlock::large_mixed_plans_never_deadlock,
             cancel::a_dropped_acquisition_ends_its_server_side_wait,
             cancel::a_dropped_request_gives_its_connection_back,
+            cancel::a_storm_of_dropped_waiters_never_reaches_the_next_requests,
             cancel::a_timeout_is_one_deadline_for_the_whole_acquisition,
             cancel::timeouts_have_millisecond_precision,
             faults::a_killed_holder_is_connection_lost_and_its_locks_go_with_it,
@@ -109,6 +111,8 @@ macro_rules! exact_tests {
             partition::a_silent_clients_locks_are_freed_within_the_lease,
             partition::a_lock_handle_on_a_silent_network_is_lost_by_its_answer_timeout,
             partition::an_exhausted_pool_is_a_retryable_pool_timeout,
+            lease::a_transaction_past_its_lease_is_connection_lost_and_retried,
+            lease::the_longest_lease_works_and_a_longer_one_is_refused,
             errors::transaction_of_another_database_is_misuse,
             errors::server_lock_wait_timeout_while_blocking_is_lock_timeout,
             protected::protected_upsert_never_writes_a_row_inserted_since_the_check,
@@ -141,6 +145,7 @@ exact_tests!(mysql => hierlock_tests::Backend::MySql;
     errors::dropped_table_is_not_provisioned);
 exact_tests!(postgres => hierlock_tests::Backend::Postgres;
     partition::the_lease_ends_with_its_transaction,
+    lease::the_lease_keeps_a_tighter_timeout,
     versions::unsigned_versions_on_postgres,
     errors::postgres_failure_leaves_the_transaction_usable,
     errors::other_server_errors_are_database_errors);
@@ -154,6 +159,7 @@ exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     errors::mismatched_or_missing_table_is_refused,
     errors::dropped_table_is_not_provisioned,
     partition::the_lease_ends_with_its_transaction,
+    lease::the_lease_keeps_a_tighter_timeout,
     versions::unsigned_versions_on_postgres,
     errors::postgres_failure_leaves_the_transaction_usable);
 common_tests!(sqlite => hierlock_tests::Backend::Sqlite;
