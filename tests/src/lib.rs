@@ -225,6 +225,21 @@ impl Fixture {
         config: Config,
         lease: Option<Duration>,
     ) -> (DatabaseConnection, Locker) {
+        self.through_pool(proxy, config, lease, MAX_CONNECTIONS)
+            .await
+    }
+
+    /// [`Fixture::through_with`], the pool of at most `max_connections`.
+    ///
+    /// # Panics
+    /// If the server is unreachable through the proxy.
+    pub async fn through_pool(
+        &self,
+        proxy: &Proxy,
+        config: Config,
+        lease: Option<Duration>,
+        max_connections: u32,
+    ) -> (DatabaseConnection, Locker) {
         let url = self.backend.url();
         let direct = self.server_addr();
         let url = url.replacen(
@@ -232,7 +247,7 @@ impl Fixture {
             &format!(":{}/", proxy.port()),
             1,
         );
-        let db = connect_with(self.backend, &url, MAX_CONNECTIONS, lease).await;
+        let db = connect_with(self.backend, &url, max_connections, lease).await;
         let locker = Locker::connect(&db, config)
             .await
             .unwrap_or_else(|e| panic!("connecting a locker through the proxy: {e}"));

@@ -21,6 +21,14 @@ use crate::model::target::{Access, Request, Target};
 use crate::runtime::telemetry;
 use crate::schema;
 
+/// What [`Locker::connect`] found.
+struct Checked {
+    dialect: Dialect,
+    strategy: Strategy,
+    topology: Topology,
+    lease: Option<std::time::Duration>,
+}
+
 /// How locks are represented on the connected server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Strategy {
@@ -86,8 +94,44 @@ impl Locker {
     ///   member, unless opted in; a Group Replication secondary or a member
     ///   that is not ONLINE; a read-only server, a
     ///   replica, a hot standby).
+    /// - [`Error::ConnectionLost`]: the checks got no answer within the
+    ///   configured [answer timeout](Config::with_answer_timeout) (a silent
+    ///   network); their connection is abandoned.
     /// - [`Error::Database`]: the server could not be asked.
     pub async fn connect(db: &DatabaseConnection, config: Config) -> Result<Locker> {
+        // A silent network never answers: the checks end by the answer
+        // timeout, their connection abandoned.
+        let within = config.answer_timeout();
+        let checked = tokio::time::timeout(within, Self::check(db, &config))
+            .await
+            .map_err(|_elapsed| {
+                Error::no_answer("checking the server for a locker", within, TxnState::Lost)
+            })?;
+        let Checked {
+            dialect,
+            strategy,
+            topology,
+            lease,
+        } = checked?;
+        tracing::debug!(?dialect, ?strategy, table = %config.table(), ?lease, "hierlock locker ready");
+        let canceller = Canceller::new(db, dialect);
+        // Open the side connection now, so that the first acquisition to be
+        // cancelled (at its deadline) does not wait for it to connect.
+        canceller.warm();
+        Ok(Locker {
+            inner: Arc::new(Inner {
+                config,
+                dialect,
+                strategy,
+                canceller,
+                topology,
+                lease,
+            }),
+        })
+    }
+
+    /// [`Locker::connect`]'s checks, in one transaction.
+    async fn check(db: &DatabaseConnection, config: &Config) -> Result<Checked> {
         // In one transaction, so that the checks also run through a
         // transaction-pooling proxy (pgbouncer), which keeps a server
         // connection only for a transaction.
@@ -104,7 +148,7 @@ impl Locker {
             (Dialect::Sqlite, _) => Strategy::SqliteWriteLock,
             _ => Strategy::BucketRows,
         };
-        let topology = topology::check(&txn, dialect, version.as_deref(), &config).await?;
+        let topology = topology::check(&txn, dialect, version.as_deref(), config).await?;
         let lease = match strategy {
             Strategy::SqliteWriteLock => None,
             _ if dialect.is_mysql_family() => lease::session_lease(&txn, dialect).await?,
@@ -112,27 +156,18 @@ impl Locker {
         };
         warn_if_lease_longer(dialect, lease, config.lease());
         match strategy {
-            Strategy::BucketRows => schema::verify(&txn, dialect, &config).await?,
-            Strategy::SqliteWriteLock => schema::ensure_sqlite(&txn, &config).await?,
+            Strategy::BucketRows => schema::verify(&txn, dialect, config).await?,
+            Strategy::SqliteWriteLock => schema::ensure_sqlite(&txn, config).await?,
             Strategy::Advisory { .. } => {}
         }
         txn.commit()
             .await
             .map_err(|e| Error::database("ending the locker's checks", e))?;
-        tracing::debug!(?dialect, ?strategy, table = %config.table(), ?lease, "hierlock locker ready");
-        let canceller = Canceller::new(db, dialect);
-        // Open the side connection now, so that the first acquisition to be
-        // cancelled (at its deadline) does not wait for it to connect.
-        canceller.warm();
-        Ok(Locker {
-            inner: Arc::new(Inner {
-                config,
-                dialect,
-                strategy,
-                canceller,
-                topology,
-                lease,
-            }),
+        Ok(Checked {
+            dialect,
+            strategy,
+            topology,
+            lease,
         })
     }
 

@@ -68,10 +68,13 @@ impl Locker {
         // SQLite has one isolation level and no SET TRANSACTION.
         let isolation = (db.get_database_backend() != DbBackend::Sqlite)
             .then_some(IsolationLevel::ReadCommitted);
-        let txn = db
-            .begin_with_config(isolation, Some(AccessMode::ReadWrite))
+        let doing = "opening a lock transaction";
+        let answer_timeout = self.config().answer_timeout();
+        let begin = db.begin_with_config(isolation, Some(AccessMode::ReadWrite));
+        let txn = tokio::time::timeout(answer_timeout, begin)
             .await
-            .map_err(|e| Error::database("opening a lock transaction", e))?;
+            .map_err(|_elapsed| Error::no_answer(doing, answer_timeout, TxnState::Lost))?
+            .map_err(|e| Error::database(doing, e))?;
         // On failure `txn` is dropped here, which rolls it back.
         let requests = requests.into_iter().map(Into::into).collect();
         let held = self.lock_on(&txn, requests, wait, Leased::No).await?;

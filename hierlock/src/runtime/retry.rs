@@ -7,7 +7,8 @@ use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};
 use tokio::time::Instant;
 
 use crate::backend::classify::{classify, is_connection_lost, is_pool_timeout};
-use crate::error::{Error, no_answer_source};
+use crate::config::{DEFAULT_ANSWER_TIMEOUT, MAX_TIMEOUT};
+use crate::error::{Error, Result, no_answer_source};
 
 /// How [`retry`] retries: at most `max_attempts` runs, waiting a jittered,
 /// exponentially growing backoff between them, all within an optional
@@ -22,16 +23,20 @@ pub struct RetryPolicy {
     first_backoff: Duration,
     max_backoff: Duration,
     deadline: Option<Duration>,
+    answer_timeout: Duration,
 }
 
 impl Default for RetryPolicy {
-    /// 5 attempts; backoffs from 10 ms, at most 1 s; no deadline.
+    /// 5 attempts; backoffs from 10 ms, at most 1 s; no deadline; each
+    /// `BEGIN`, `ROLLBACK` and `COMMIT` answered within
+    /// [`DEFAULT_ANSWER_TIMEOUT`] (30 s).
     fn default() -> Self {
         RetryPolicy {
             max_attempts: 5,
             first_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_secs(1),
             deadline: None,
+            answer_timeout: DEFAULT_ANSWER_TIMEOUT,
         }
     }
 }
@@ -65,6 +70,34 @@ impl RetryPolicy {
     pub fn with_deadline(mut self, budget: Duration) -> Self {
         self.deadline = Some(budget);
         self
+    }
+
+    /// How long each attempt's `BEGIN`, `ROLLBACK` and `COMMIT` may go
+    /// unanswered (default [`DEFAULT_ANSWER_TIMEOUT`], 30 s), deadline or
+    /// not: a silent network never answers. Past it the step is abandoned
+    /// as with the deadline: `BEGIN` fails the attempt with a lost
+    /// connection (retryable), an unanswered `ROLLBACK` after a failed
+    /// attempt is given up (the server rolls back when the session ends, or
+    /// at the lease), and a `COMMIT` is a lost commit
+    /// ([`TxnState::CommitUnknown`](crate::TxnState::CommitUnknown)). The
+    /// work itself is bounded by its own calls and by the deadline.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `timeout` is zero or over
+    /// [`MAX_TIMEOUT`].
+    pub fn with_answer_timeout(mut self, timeout: Duration) -> Result<Self> {
+        if timeout.is_zero() || timeout > MAX_TIMEOUT {
+            return Err(Error::InvalidConfig(format!(
+                "an answer timeout must be non-zero and at most {MAX_TIMEOUT:?}, got {timeout:?}"
+            )));
+        }
+        self.answer_timeout = timeout;
+        Ok(self)
+    }
+
+    /// See [`RetryPolicy::with_answer_timeout`].
+    pub fn answer_timeout(&self) -> Duration {
+        self.answer_timeout
     }
 
     /// The deadline (see [`RetryPolicy::with_deadline`]), if any.
@@ -188,7 +221,7 @@ where
     });
     let mut attempt = 1;
     loop {
-        let failure: E = match run_once(db, &mut work, deadline).await {
+        let failure: E = match run_once(db, &mut work, deadline, policy.answer_timeout).await {
             Ok(value) => return Ok(value),
             Err(Attempt::Commit(err)) => return Err(E::from_lost_commit(err)),
             Err(Attempt::Failed(err)) => err,
@@ -250,17 +283,36 @@ async fn within<F: Future>(
     }
 }
 
+/// [`within`] for one statement of the attempt's own (`BEGIN`, `ROLLBACK`,
+/// `COMMIT`): also bounded by the answer timeout.
+async fn answered<F: Future>(
+    deadline: Option<Deadline>,
+    answer_timeout: Duration,
+    doing: &str,
+    step: F,
+) -> Result<F::Output, DbErr> {
+    let bounded = tokio::time::timeout(answer_timeout, step);
+    match within(deadline, doing, bounded).await? {
+        Ok(output) => Ok(output),
+        Err(_elapsed) => Err(no_answer_source(format_args!(
+            "{doing}: no answer within retry's answer timeout of {answer_timeout:?}; \
+             the attempt's transaction is abandoned"
+        ))),
+    }
+}
+
 async fn run_once<T, E, F>(
     db: &DatabaseConnection,
     work: &mut F,
     deadline: Option<Deadline>,
+    answer_timeout: Duration,
 ) -> Result<T, Attempt<E>>
 where
     F: AsyncFnMut(&DatabaseTransaction) -> Result<T, E>,
     E: Retryable + From<DbErr>,
 {
     let failed = |err: DbErr| Attempt::Failed(E::from(err));
-    let txn = within(deadline, "beginning", db.begin())
+    let txn = answered(deadline, answer_timeout, "beginning", db.begin())
         .await
         .and_then(|begun| begun)
         .map_err(failed)?;
@@ -271,12 +323,12 @@ where
         Ok(Err(err)) => {
             // A failed rollback (the connection is gone) changes nothing:
             // the server rolls back a transaction whose connection closed.
-            let _ = within(deadline, "rolling back", txn.rollback()).await;
+            let _ = answered(deadline, answer_timeout, "rolling back", txn.rollback()).await;
             return Err(Attempt::Failed(err));
         }
         Err(lost) => return Err(failed(lost)),
     };
-    match within(deadline, "committing", txn.commit()).await {
+    match answered(deadline, answer_timeout, "committing", txn.commit()).await {
         Ok(Ok(())) => Ok(value),
         Ok(Err(err)) if is_connection_lost(&err) => Err(Attempt::Commit(err)),
         Ok(Err(err)) => Err(failed(err)),

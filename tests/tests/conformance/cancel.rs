@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use hierlock::{ErrorKind, Target, Wait};
-use hierlock_tests::{Backend, Fixture, bounded};
+use hierlock::{DEADLINE_MARGIN, ErrorKind, Target, Wait};
+use hierlock_tests::{Backend, Fixture, Proxy, bounded};
 use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait};
 
 use crate::support::{holding, take};
@@ -493,4 +493,59 @@ pub async fn a_storm_of_dropped_waiters_never_reaches_the_next_requests(backend:
         "{backend:?}: fresh requests were hit by other requests' cancellations: {outcome:?}"
     );
     assert_eq!(outcome.committed, ROUNDS * WIDTH);
+}
+
+/// A burst of waiters reaching their deadline together, on a network with
+/// 5 ms per round trip (a server in another zone): 40 acquisitions with
+/// `Wait::Timeout(1 s)` behind one holder all end `LockTimeout` by their
+/// deadline and its margin, none `ConnectionLost`. Their cancellations go
+/// through the same slow network, queued for the one side connection, and
+/// are sent in batches.
+pub async fn a_deadline_burst_on_a_slow_network_ends_in_lock_timeouts(backend: Backend) {
+    const WAITERS: usize = 40;
+    let timeout = Duration::from_secs(1);
+    let fx = Fixture::new(backend, "burst", 1000).await;
+    let proxy = Proxy::start_with_latency(fx.server_addr(), Duration::from_millis(5)).await;
+    let (db, locker) = fx
+        .through_pool(&proxy, fx.config.clone(), None, WAITERS as u32 + 2)
+        .await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    let _holder = holding(&fx, std::slice::from_ref(&r)).await;
+    // Every waiter has its transaction before the burst starts.
+    let mut txns = Vec::with_capacity(WAITERS);
+    for _ in 0..WAITERS {
+        txns.push(db.begin().await.expect("begin through the proxy"));
+    }
+    let outcomes = futures::future::join_all(txns.iter().map(|txn| {
+        let (locker, r) = (&locker, r.clone());
+        async move {
+            let started = Instant::now();
+            let outcome = locker
+                .acquire_with(txn, [r], Wait::Timeout(timeout))
+                .await
+                .map(drop);
+            (outcome, started.elapsed())
+        }
+    }))
+    .await;
+    let slowest = outcomes
+        .iter()
+        .map(|(_, took)| *took)
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "{backend:?}: {WAITERS} waiters with a {timeout:?} timeout, 5 ms per round trip: the last returned after {slowest:?}"
+    );
+    for (i, (outcome, took)) in outcomes.iter().enumerate() {
+        let err = outcome.as_ref().expect_err("held");
+        assert_eq!(
+            err.kind(),
+            ErrorKind::LockTimeout,
+            "waiter {i} after {took:?}: {err}"
+        );
+        assert!(
+            *took >= timeout && *took <= timeout + DEADLINE_MARGIN,
+            "waiter {i} returned after {took:?}"
+        );
+    }
 }

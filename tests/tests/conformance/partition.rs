@@ -294,3 +294,120 @@ pub async fn an_exhausted_pool_is_a_retryable_pool_timeout(backend: Backend) {
     assert_eq!(err.txn_state(), TxnState::Unchanged, "{err}");
     drop(busy);
 }
+
+/// The steps around an acquisition end by their bounds on a silent network,
+/// each with a lost connection: `Locker::connect`'s checks and
+/// `acquire_handle`'s `BEGIN` by the locker's answer timeout, and `retry`'s
+/// rollback after a failed attempt by the policy's.
+pub async fn every_step_ends_by_its_bound_on_a_silent_network(backend: Backend) {
+    let fx = Fixture::new(backend, "silentsteps", 1000).await;
+    let answer = Duration::from_millis(800);
+    let r1 = Target::resource("u1", "a1", "r1").write();
+
+    // Locker::connect, on a pool whose connection went silent.
+    let proxy = Proxy::start(fx.server_addr()).await;
+    let (db, _) = through(&fx, &proxy, answer, Duration::from_secs(60)).await;
+    proxy.silence();
+    let config = fx
+        .config
+        .clone()
+        .with_answer_timeout(answer)
+        .expect("valid");
+    let started = Instant::now();
+    let err = bounded(
+        "Locker::connect on a silent network",
+        hierlock::Locker::connect(&db, config),
+    )
+    .await
+    .expect_err("nothing answers");
+    assert_within("Locker::connect", started.elapsed(), answer);
+    assert_abandoned(&err, TxnState::Lost);
+    proxy.cut();
+
+    // A lock handle's BEGIN.
+    let proxy = Proxy::start(fx.server_addr()).await;
+    let (db, locker) = through(&fx, &proxy, answer, Duration::from_secs(60)).await;
+    proxy.silence();
+    let started = Instant::now();
+    let err = bounded(
+        "acquire_handle on a silent network",
+        locker.acquire_handle_with(&db, [r1.clone()], Wait::Timeout(Duration::from_secs(5))),
+    )
+    .await
+    .expect_err("nothing answers");
+    assert_within("acquire_handle's BEGIN", started.elapsed(), answer);
+    assert_abandoned(&err, TxnState::Lost);
+    proxy.cut();
+
+    // retry's rollback after an attempt that lost its connection (no
+    // deadline: the answer timeout alone bounds it).
+    let proxy = Proxy::start(fx.server_addr()).await;
+    let (db, locker) = through(&fx, &proxy, answer, Duration::from_secs(60)).await;
+    let policy = RetryPolicy::default()
+        .with_max_attempts(1)
+        .with_answer_timeout(answer)
+        .expect("valid");
+    let started = Instant::now();
+    let err = bounded(
+        "retry on a silent network",
+        retry(&db, &policy, async |txn| {
+            locker.acquire(txn, [r1.clone()]).await?;
+            proxy.silence();
+            // Lost by the locker's answer timeout; then the rollback.
+            locker
+                .acquire_with(txn, [Target::user("u2").write()], Wait::NoWait)
+                .await?;
+            Ok::<_, Error>(())
+        }),
+    )
+    .await
+    .expect_err("nothing answers");
+    assert_within(
+        "retry's attempt and its rollback",
+        started.elapsed(),
+        answer * 2,
+    );
+    assert_abandoned(&err, TxnState::Lost);
+    proxy.cut();
+}
+
+/// The canceller's side connection, silent with the network, is given up
+/// after its bound and opened again: once the network is back, a deadline
+/// is kept (`LockTimeout`, within the margin) by the same locker.
+pub async fn the_canceller_recovers_after_a_silent_network(backend: Backend) {
+    let fx = Fixture::new(backend, "silentcancel", 1000).await;
+    let proxy = Proxy::start(fx.server_addr()).await;
+    let answer = Duration::from_secs(5);
+    let (db, locker) = through(&fx, &proxy, answer, Duration::from_secs(60)).await;
+    let r1 = Target::resource("u1", "a1", "r1").write();
+    let _holder = crate::support::holding(&fx, std::slice::from_ref(&r1)).await;
+    let timeout = Duration::from_millis(500);
+    // A timed wait whose cancellation cannot get through.
+    let waiter = db.begin().await.expect("begin");
+    let wait = locker.acquire_with(&waiter, [r1.clone()], Wait::Timeout(timeout));
+    let (err, ()) = tokio::join!(bounded("a timed wait", wait), async {
+        tokio::time::sleep(timeout / 2).await;
+        proxy.silence();
+    });
+    let err = err.expect_err("held");
+    assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
+    // The side connection's batch, then its reconnection, are given up at
+    // their bound (2 s each); the network comes back.
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    proxy.resume();
+    let (db, _) = through(&fx, &proxy, answer, Duration::from_secs(60)).await;
+    let txn = db.begin().await.expect("begin after the network is back");
+    let started = Instant::now();
+    let err = bounded(
+        "a timed wait after the network is back",
+        locker.acquire_with(&txn, [r1], Wait::Timeout(timeout)),
+    )
+    .await
+    .expect_err("held");
+    let took = started.elapsed();
+    eprintln!("{backend:?}: a timed wait after a silent network: {err} after {took:?}");
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    assert!(took <= timeout + DEADLINE_MARGIN, "took {took:?}");
+    drop(waiter);
+    proxy.cut();
+}

@@ -80,12 +80,23 @@ pub(super) fn mysql_kill(request: &Request, mariadb: bool) -> String {
     )
 }
 
+/// How long a PostgreSQL session end waits for its backend to exit, in
+/// milliseconds.
+#[cfg(feature = "postgres")]
+const EXIT_WAIT_MS: u64 = 2000;
+
 /// Every cancellation of `batch` on PostgreSQL, as one transaction in one
 /// round trip: take the fences that are free (a statement that holds its
 /// fence has its locks), then signal each backend whose fence this
 /// transaction holds and that still runs a statement of the transaction the
 /// cancellation was issued for, then let the fences go. `pg_stat_activity`
 /// is first read in the second statement, after the fences are held.
+///
+/// A session end waits (up to [`EXIT_WAIT_MS`]) for the backend to exit
+/// before the fence goes: a backend acts on the signal at its next
+/// interrupt check, and one granted its fence before that could still
+/// answer its statement (`pg_terminate_backend` with a timeout:
+/// PostgreSQL 14 and later).
 #[cfg(feature = "postgres")]
 pub(super) fn postgres_cancel(batch: &[Request]) -> String {
     let rows: Vec<String> = batch
@@ -109,7 +120,8 @@ pub(super) fn postgres_cancel(batch: &[Request]) -> String {
     format!(
         "BEGIN; \
          SELECT count(*) FROM {keys} WHERE pg_try_advisory_xact_lock(k.high, k.low); \
-         SELECT CASE WHEN k.session THEN pg_terminate_backend(a.pid) ELSE pg_cancel_backend(a.pid) END \
+         SELECT CASE WHEN k.session THEN pg_terminate_backend(a.pid, {EXIT_WAIT_MS}) \
+         ELSE pg_cancel_backend(a.pid) END \
          FROM pg_stat_activity AS a JOIN {keys} ON a.pid = k.pid \
          WHERE floor(extract(epoch FROM a.xact_start) * 1000000)::int8 = k.xact \
          AND a.state = 'active' \

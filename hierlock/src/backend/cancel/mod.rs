@@ -71,11 +71,12 @@ use queue::{Queue, Request, Side};
 
 use crate::backend::dialect::Dialect;
 
-/// How long a cancellation may take before it is given up: connecting the
-/// side connection, and then each batch it sends. A server that does not
-/// answer within this has other problems; the statement then ends with the
+/// How long each step of a cancellation may take before it is given up:
+/// connecting the side connection, and each batch it sends (a few round
+/// trips on a healthy network). Past it the side connection is dropped and
+/// opened again for the next batch; the statement then ends with the
 /// server's own timeout, or with the lease.
-pub(crate) const CANCEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const CANCEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The connection an acquisition waits on, as the server names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
