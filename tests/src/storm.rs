@@ -30,14 +30,16 @@ impl StormOutcome {
     }
 }
 
-/// Run `rounds` rounds of `width` dropped waiters then `width` fresh
-/// requests, all on `pool` (of `width` connections), for one lock held in
-/// turn by a transaction of `holders`. `blocked(ids)` returns once every
+/// Run `rounds` rounds of `width` dropped waiters on `pool` (of `width`
+/// connections) then `width` fresh requests on `fresh` (the same pool, or
+/// another client of the same server or proxy), for one lock held in turn
+/// by a transaction of `holders`. `blocked(ids)` returns once every
 /// connection with one of these server ids waits for a lock (read from the
 /// server's own views).
 pub async fn dropped_waiters_then_fresh_requests<B, F>(
     locker: &Locker,
     pool: &DatabaseConnection,
+    fresh: &DatabaseConnection,
     holders: &DatabaseConnection,
     rounds: usize,
     width: usize,
@@ -66,7 +68,9 @@ where
                 ids.send(connection_id(&txn).await)
                     .expect("the round listens");
                 let outcome = locker.acquire_with(&txn, [hot], Wait::Block).await;
-                panic!("round {round}: a waiter was granted while held: {outcome:?}");
+                // Granted while held, or ended by a cancellation meant for
+                // an earlier round's request: either is a failure.
+                panic!("round {round}: a waiter ended before it was dropped: {outcome:?}");
             }
         }));
         let all_blocked = async {
@@ -82,18 +86,19 @@ where
         }
         holder.commit().await.expect("commit the holder");
 
-        // The fresh requests, on the connections the waiters leave.
-        let fresh = futures::future::join_all((0..width).map(|_| {
+        // The fresh requests, on the connections the waiters leave (or
+        // those of another client).
+        let requests = futures::future::join_all((0..width).map(|_| {
             let hot = hot.clone();
             async move {
-                let txn = pool.begin().await.map_err(hierlock::Error::from)?;
+                let txn = fresh.begin().await.map_err(hierlock::Error::from)?;
                 locker
                     .acquire_with(&txn, [hot], Wait::Timeout(Duration::from_secs(10)))
                     .await?;
                 txn.commit().await.map_err(hierlock::Error::from)
             }
         }));
-        let results = tokio::time::timeout(Duration::from_secs(60), fresh)
+        let results = tokio::time::timeout(Duration::from_secs(60), requests)
             .await
             .unwrap_or_else(|_| panic!("round {round}: the fresh requests did not end in 60 s"));
         for result in results {

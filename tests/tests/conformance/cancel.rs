@@ -480,6 +480,7 @@ pub async fn a_storm_of_dropped_waiters_never_reaches_the_next_requests(backend:
     let outcome = hierlock_tests::storm::dropped_waiters_then_fresh_requests(
         &fx.locker,
         &pool,
+        &pool,
         &fx.db,
         ROUNDS,
         WIDTH,

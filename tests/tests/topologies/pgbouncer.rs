@@ -372,3 +372,41 @@ async fn the_cache_setting_also_works_as_a_url_parameter() {
         .expect("connects");
     assert_eq!(two_transactions(&db).await, Vec::<String>::new());
 }
+
+/// A storm of dropped waiters through pgbouncer's transaction pooling (8
+/// waiters on a hot lock dropped together, the holder committing at once)
+/// never reaches another request: 8 fresh requests on the same client pool,
+/// then on a client pool of its own (another service instance behind the
+/// same pgbouncer), all commit, 30 rounds each. The cancellations name the
+/// server backend *and* its transaction, which pgbouncer may have given to
+/// another client by then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_of_dropped_waiters_reaches_no_other_client() {
+    const ROUNDS: usize = 30;
+    const WIDTH: usize = 8;
+    let fx = Bounced::new().await;
+    let other = try_connect(Server::Pgbouncer, WIDTH as u32, behind_pgbouncer)
+        .await
+        .expect("another client pool through pgbouncer");
+    let blocked = |pids: Vec<i64>| {
+        let fx = &fx;
+        async move {
+            for pid in pids {
+                fx.wait_until_blocked(pid).await;
+            }
+        }
+    };
+    for (fresh, which) in [(&fx.db, "the same client pool"), (&other, "another client pool")] {
+        let outcome = hierlock_tests::storm::dropped_waiters_then_fresh_requests(
+            &fx.locker, &fx.db, fresh, &fx.server, ROUNDS, WIDTH, blocked,
+        )
+        .await;
+        eprintln!("through pgbouncer, fresh requests on {which}: {outcome:?}");
+        assert_eq!(
+            outcome.failures(),
+            0,
+            "fresh requests on {which} were hit by other requests' cancellations: {outcome:?}"
+        );
+        assert_eq!(outcome.committed, ROUNDS * WIDTH);
+    }
+}
