@@ -26,6 +26,19 @@ use crate::model::target::Request;
 /// (after the runtime shut down) the connection is closed instead, and the
 /// server releases the locks when it sees the connection go. Dropping never
 /// panics.
+///
+/// # The lease
+///
+/// A handle's transaction is idle by design while the work it protects
+/// runs elsewhere. On PostgreSQL hierlock sets no lease for it. On MySQL and
+/// MariaDB the lease is the pool's session setting
+/// ([`lease::mysql_pool`](crate::lease::mysql_pool)): a handle on such a
+/// pool that sends nothing for the lease is ended by the server, which
+/// releases its locks while the work may still run. Poll it with
+/// [`LockHandle::lost`] (or [`LockHandle::is_held`]) more often than the
+/// lease: each check is a statement, which keeps the session alive, and a
+/// lost handle is reported there. Or take handles from a pool without the
+/// lease.
 #[derive(Debug)]
 #[must_use = "the locks are released as soon as the handle is dropped"]
 pub struct LockHandle {

@@ -396,7 +396,10 @@ async fn a_storm_of_dropped_waiters_reaches_no_other_client() {
             }
         }
     };
-    for (fresh, which) in [(&fx.db, "the same client pool"), (&other, "another client pool")] {
+    for (fresh, which) in [
+        (&fx.db, "the same client pool"),
+        (&other, "another client pool"),
+    ] {
         let outcome = hierlock_tests::storm::dropped_waiters_then_fresh_requests(
             &fx.locker, &fx.db, fresh, &fx.server, ROUNDS, WIDTH, blocked,
         )
