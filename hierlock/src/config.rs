@@ -193,6 +193,17 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// further.
 pub const MAX_LEASE: Duration = Duration::from_millis(i32::MAX as u64);
 
+/// `timeout` if it can be an answer timeout (of [`Config`] or of
+/// [`RetryPolicy`](crate::RetryPolicy)): non-zero, at most [`MAX_TIMEOUT`].
+pub(crate) fn valid_answer_timeout(timeout: Duration) -> Result<Duration> {
+    if timeout.is_zero() || timeout > MAX_TIMEOUT {
+        return Err(Error::InvalidConfig(format!(
+            "an answer timeout must be non-zero and at most {MAX_TIMEOUT:?}, got {timeout:?}"
+        )));
+    }
+    Ok(timeout)
+}
+
 /// The default [`Config::answer_timeout`].
 pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -402,12 +413,7 @@ impl Config {
     /// # Errors
     /// [`Error::InvalidConfig`] if `timeout` is zero or over [`MAX_TIMEOUT`].
     pub fn with_answer_timeout(mut self, timeout: Duration) -> Result<Self> {
-        if timeout.is_zero() || timeout > MAX_TIMEOUT {
-            return Err(Error::InvalidConfig(format!(
-                "an answer timeout must be non-zero and at most {MAX_TIMEOUT:?}, got {timeout:?}"
-            )));
-        }
-        self.answer_timeout = timeout;
+        self.answer_timeout = valid_answer_timeout(timeout)?;
         Ok(self)
     }
 

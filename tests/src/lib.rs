@@ -299,19 +299,12 @@ impl Fixture {
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
-    /// The server-side id of the connection `txn` runs on.
+    /// The server-side id of the connection `txn` runs on (0 on SQLite).
     pub async fn connection_id(&self, txn: &DatabaseTransaction) -> i64 {
-        let sql = match self.db.get_database_backend() {
-            DbBackend::Postgres => "SELECT pg_backend_pid()::int8 AS id",
-            DbBackend::MySql => "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id",
-            _ => return 0,
-        };
-        let row = txn
-            .query_one_raw(Statement::from_string(txn.get_database_backend(), sql))
-            .await
-            .expect("connection id")
-            .expect("one row");
-        row.try_get("", "id").expect("id column")
+        if self.backend.is_sqlite() {
+            return 0;
+        }
+        storm::connection_id(txn).await
     }
 
     /// Whether connection `id` is waiting for a lock, from the server's own views.

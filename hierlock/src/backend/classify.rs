@@ -95,6 +95,21 @@ pub(crate) fn is_pool_timeout(err: &DbErr) -> bool {
     )
 }
 
+/// Whether `err` is MySQL's ER_NOT_SUPPORTED_YET (1235): a feature the
+/// server refuses in its configuration (MariaDB's `GET_LOCK` with Galera).
+pub(crate) fn is_not_supported(err: &DbErr) -> bool {
+    let (DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e))) = err
+    else {
+        return false;
+    };
+    match &**e {
+        sea_orm::sqlx::Error::Database(db) => {
+            server_code(&**db).is_some_and(|code| code == ServerCode::MySql(1235))
+        }
+        _ => false,
+    }
+}
+
 /// Whether `err` says the connection is gone (and its transaction with it):
 /// the server went away, closed or killed the connection, or shut down.
 pub(crate) fn is_connection_lost(err: &DbErr) -> bool {

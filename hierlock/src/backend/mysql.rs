@@ -110,8 +110,13 @@ pub(super) fn run_lists(
 /// takes the fence's `GET_LOCK` lock once every earlier branch has locked
 /// its rows (the branches run in order), and returns no row (`GET_LOCK`
 /// answers 1, 0 or NULL). It waits for the fence as long as a cancellation
-/// holds it, a year at most (MariaDB has no endless `GET_LOCK`).
+/// holds it, a year at most (MariaDB has no endless `GET_LOCK`). A fence
+/// that is only a mark (Galera) is a comment at the end of the text.
 pub(super) fn fenced(mut stmt: Statement, fence: Fence) -> Statement {
+    if !fence.locks() {
+        stmt.sql.push_str(&format!(" /* {} */", fence.mysql_name()));
+        return stmt;
+    }
     // A lone branch gets the parentheses a `UNION` needs around a lock clause.
     if !stmt.sql.starts_with('(') {
         stmt.sql = format!("({})", stmt.sql);

@@ -73,7 +73,9 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
     /// cancelled (see `cancel`): the statement builder puts it in the
     /// statement, and [`Run::query`] is given it with the statement.
     pub(crate) fn fence(&self) -> Option<Fence> {
-        self.cancel.as_ref().map(|_| Fence::next())
+        self.cancel
+            .as_ref()
+            .and_then(|(canceller, _)| canceller.next_fence())
     }
 
     /// Run one lock statement; classify its failure. `partial` says whether
@@ -128,7 +130,7 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
     /// lock ends with the transaction). A failure leaves a lock nobody else
     /// asks for on the session: logged, not returned.
     async fn release(&self, fence: Option<Fence>) {
-        let Some(fence) = fence.filter(|_| self.dialect.is_mysql_family()) else {
+        let Some(fence) = fence.filter(|f| f.locks() && self.dialect.is_mysql_family()) else {
             return;
         };
         let stmt = Statement::from_sql_and_values(

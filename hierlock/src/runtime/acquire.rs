@@ -27,6 +27,8 @@ struct Checked {
     strategy: Strategy,
     topology: Topology,
     lease: Option<std::time::Duration>,
+    /// Whether the server takes `GET_LOCK` (see [`Canceller::new`]).
+    get_lock: bool,
 }
 
 /// How locks are represented on the connected server.
@@ -112,9 +114,10 @@ impl Locker {
             strategy,
             topology,
             lease,
+            get_lock,
         } = checked?;
         tracing::debug!(?dialect, ?strategy, table = %config.table(), ?lease, "hierlock locker ready");
-        let canceller = Canceller::new(db, dialect);
+        let canceller = Canceller::new(db, dialect, get_lock);
         // Open the side connection now, so that the first acquisition to be
         // cancelled (at its deadline) does not wait for it to connect.
         canceller.warm();
@@ -160,6 +163,10 @@ impl Locker {
             Strategy::SqliteWriteLock => schema::ensure_sqlite(&txn, config).await?,
             Strategy::Advisory { .. } => {}
         }
+        let get_lock = match topology {
+            Topology::GaleraSingleWriter { .. } => takes_get_lock(&txn, dialect).await?,
+            _ => true,
+        };
         txn.commit()
             .await
             .map_err(|e| Error::database("ending the locker's checks", e))?;
@@ -168,6 +175,7 @@ impl Locker {
             strategy,
             topology,
             lease,
+            get_lock,
         })
     }
 
@@ -456,6 +464,21 @@ impl Locker {
     }
 
 
+}
+
+/// Whether a Galera node takes `GET_LOCK`, which cancellation fences use:
+/// some MariaDB releases refuse it with wsrep on (1235, "GET_LOCK in
+/// cluster"), later ones take it.
+async fn takes_get_lock(txn: &DatabaseTransaction, dialect: Dialect) -> Result<bool> {
+    let probe = sea_orm::Statement::from_string(
+        dialect.backend(),
+        "DO RELEASE_LOCK('hierlock_fence_probe')",
+    );
+    match txn.execute_raw(probe).await {
+        Ok(_) => Ok(true),
+        Err(err) if crate::backend::classify::is_not_supported(&err) => Ok(false),
+        Err(err) => Err(Error::database("checking whether the server takes GET_LOCK", err)),
+    }
 }
 
 /// A MySQL-family pool whose sessions keep a silent client's locks longer

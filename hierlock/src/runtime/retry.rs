@@ -7,7 +7,7 @@ use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};
 use tokio::time::Instant;
 
 use crate::backend::classify::{classify, is_connection_lost, is_pool_timeout};
-use crate::config::{DEFAULT_ANSWER_TIMEOUT, MAX_TIMEOUT};
+use crate::config::{DEFAULT_ANSWER_TIMEOUT, valid_answer_timeout};
 use crate::error::{Error, Result, no_answer_source};
 
 /// How [`retry`] retries: at most `max_attempts` runs, waiting a jittered,
@@ -84,14 +84,9 @@ impl RetryPolicy {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] if `timeout` is zero or over
-    /// [`MAX_TIMEOUT`].
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT).
     pub fn with_answer_timeout(mut self, timeout: Duration) -> Result<Self> {
-        if timeout.is_zero() || timeout > MAX_TIMEOUT {
-            return Err(Error::InvalidConfig(format!(
-                "an answer timeout must be non-zero and at most {MAX_TIMEOUT:?}, got {timeout:?}"
-            )));
-        }
-        self.answer_timeout = timeout;
+        self.answer_timeout = valid_answer_timeout(timeout)?;
         Ok(self)
     }
 

@@ -95,3 +95,53 @@ async fn two_transactions_on_different_nodes_do_not_exclude_each_other() {
     on_node2.commit().await.expect("node 2 commits");
     on_node1.commit().await.expect("node 1 commits");
 }
+
+/// Waits on a Galera single writer are cancelled: a timed wait ends
+/// `LockTimeout` by its deadline and the margin, a dropped one ends on the
+/// server. (Some MariaDB releases refuse `GET_LOCK` with Galera, which
+/// fences a waiting statement; `Locker::connect` then marks the statement
+/// in its text instead. MariaDB 10.11.19 here takes it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_on_a_single_writer_are_cancelled() {
+    let _cluster = cluster::exclusive().await;
+    let config = cluster::config("cancel").with_galera_single_writer();
+    cluster::provision(&config).await;
+    let node = Node::connect(1).await;
+    let locker = node.locker(&config).await.expect("accepted");
+    let r = Target::resource("u1", "a1", "r1").write();
+    let holder = node.begin().await;
+    locker
+        .acquire(&holder, [r.clone()])
+        .await
+        .expect("uncontended");
+
+    let timeout = std::time::Duration::from_millis(500);
+    let timed = node.begin().await;
+    let started = std::time::Instant::now();
+    let err = bounded(
+        "a timed acquisition",
+        locker.acquire_with(&timed, [r.clone()], Wait::Timeout(timeout)),
+    )
+    .await
+    .expect_err("held");
+    let took = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    assert!(took <= timeout + hierlock::DEADLINE_MARGIN, "took {took:?}");
+    timed.rollback().await.expect("rollback");
+
+    let waiter = node.begin().await;
+    let id = cluster::connection_id(&waiter).await;
+    tokio::select! {
+        outcome = locker.acquire(&waiter, [r.clone()]) => panic!("granted while held: {outcome:?}"),
+        () = node.wait_until_blocked(id) => {}
+    }
+    // Polled more slowly than InnoDB refreshes INNODB_TRX (100 ms).
+    bounded("the dropped wait to end on the server", async {
+        while node.is_waiting(id).await {
+            tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        }
+    })
+    .await;
+    drop(waiter);
+    holder.rollback().await.expect("rollback");
+}

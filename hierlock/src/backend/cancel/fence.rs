@@ -6,14 +6,22 @@ use super::{End, Request, Waiter};
 /// A lock unique to one statement that may wait, taken by that statement
 /// after its locks and by a cancellation before it checks and interrupts
 /// (see the [module docs](super)).
+///
+/// Some MariaDB Galera releases refuse `GET_LOCK` (1235, "GET_LOCK in
+/// cluster"): there the fence is only a mark in the statement's text, which
+/// the cancellation's check looks for in `PROCESSLIST` (see [`mysql_kill`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Fence(u64);
+pub(crate) struct Fence {
+    token: u64,
+    /// Whether the statement takes a lock (else: marks its text).
+    locks: bool,
+}
 
 impl Fence {
     /// A fence no other statement of this process gets, and another
     /// process only by chance (62 random bits): a random start, then a
-    /// counter.
-    pub(crate) fn next() -> Fence {
+    /// counter. `locks`: a lock, or only a mark (where `GET_LOCK` is refused).
+    pub(crate) fn next(locks: bool) -> Fence {
         use std::hash::{BuildHasher, Hasher};
         use std::sync::OnceLock;
         use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,20 +33,29 @@ impl Fence {
             hasher.finish()
         });
         let token = start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed));
-        Fence(token & ((1 << 62) - 1))
+        Fence {
+            token: token & ((1 << 62) - 1),
+            locks,
+        }
+    }
+
+    /// Whether the statement takes the fence as a lock (everywhere but on a
+    /// server that refuses `GET_LOCK`).
+    pub(crate) fn locks(self) -> bool {
+        self.locks
     }
 
     /// MySQL and MariaDB: the name of its `GET_LOCK` lock (at most 64
-    /// characters).
+    /// characters), or of its mark in the statement's text.
     pub(crate) fn mysql_name(self) -> String {
-        format!("hierlock_fence_{:016x}", self.0)
+        format!("hierlock_fence_{:016x}", self.token)
     }
 
     /// PostgreSQL: its advisory lock's two `int4` keys (a lock space apart
     /// from hierlock's own `bigint` keys), each non-negative.
     pub(crate) fn postgres_keys(self) -> (i32, i32) {
         let half = |bits: u64| i32::try_from(bits & 0x7fff_ffff).unwrap_or_default();
-        (half(self.0 >> 31), half(self.0))
+        (half(self.token >> 31), half(self.token))
     }
 }
 
@@ -56,9 +73,19 @@ pub(super) const MYSQL_RELEASE_FENCES: &str = "DO RELEASE_ALL_LOCKS()";
 /// itself waits for the cancellation before it sends anything else. After
 /// a drop, sqlx gives the connection back to its pool only once the
 /// statement's answer was a success; an error closes it.
+///
+/// With a mark for a fence (a Galera release that refuses `GET_LOCK`), the
+/// kill is prepared only if the
+/// connection still runs the marked statement, so the statement is named
+/// exactly (MariaDB's `KILL QUERY ID`), but a session end can reach a
+/// statement started on the connection between the check and the kill, in
+/// the same round trip: Galera is opted into (single writer) and such a
+/// statement needs the client to have read the answer and sent a new one in
+/// between.
 #[cfg(feature = "mysql")]
 pub(super) fn mysql_kill(request: &Request, mariadb: bool) -> String {
     let Waiter { connection, .. } = request.waiter;
+    let fence = request.fence;
     // MariaDB kills one statement by its query id; MySQL what a connection
     // runs (a kill that reaches an idle connection does nothing). A
     // connection is ended whatever it does: its statement may not have
@@ -68,15 +95,27 @@ pub(super) fn mysql_kill(request: &Request, mariadb: bool) -> String {
         (End::Statement, true) => ("'KILL QUERY ID ', QUERY_ID", " AND INFO IS NOT NULL"),
         (End::Statement, false) => ("'KILL QUERY ', ID", " AND INFO IS NOT NULL"),
     };
-    let name = request.fence.mysql_name();
+    let name = fence.mysql_name();
+    let check = format!(
+        "(SELECT CONCAT({kill}) FROM information_schema.PROCESSLIST WHERE ID = {connection}{running}{} LIMIT 1)",
+        if fence.locks() {
+            String::new()
+        } else {
+            format!(" AND INFO LIKE '%{name}%'")
+        }
+    );
+    let (take, release) = if fence.locks() {
+        (
+            format!("IF(GET_LOCK('{name}', 0) = 1, {check}, NULL)"),
+            format!("DO RELEASE_LOCK('{name}'); "),
+        )
+    } else {
+        (check, String::new())
+    };
     format!(
-        "SET @hierlock_kill = IF(GET_LOCK('{name}', 0) = 1, \
-         (SELECT CONCAT({kill}) FROM information_schema.PROCESSLIST \
-         WHERE ID = {connection}{running} LIMIT 1), NULL); \
-         SET @hierlock_kill = COALESCE(@hierlock_kill, 'DO 0'); \
+        "SET @hierlock_kill = COALESCE({take}, 'DO 0'); \
          PREPARE hierlock_kill FROM @hierlock_kill; \
-         EXECUTE hierlock_kill; DEALLOCATE PREPARE hierlock_kill; \
-         DO RELEASE_LOCK('{name}'); "
+         EXECUTE hierlock_kill; DEALLOCATE PREPARE hierlock_kill; {release}"
     )
 }
 
@@ -138,7 +177,7 @@ mod tests {
 
     #[test]
     fn fences_are_distinct_and_fit_their_servers() {
-        let fences: Vec<Fence> = (0..1000).map(|_| Fence::next()).collect();
+        let fences: Vec<Fence> = (0..1000).map(|_| Fence::next(true)).collect();
         let distinct: std::collections::HashSet<_> = fences.iter().collect();
         assert_eq!(distinct.len(), fences.len());
         let keys: std::collections::HashSet<_> = fences.iter().map(|f| f.postgres_keys()).collect();

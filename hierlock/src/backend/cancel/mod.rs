@@ -28,9 +28,11 @@
 //!
 //! On PostgreSQL the check also names the statement's transaction (its
 //! `xact_start`, read in the transaction before it waits), and its fence is
-//! held until that transaction ends; on the MySQL family the fence's name
-//! in the statement's text names it (`information_schema.PROCESSLIST`), and
-//! the acquisition releases the fence after the statement.
+//! held until that transaction ends; on the MySQL family the acquisition
+//! releases the fence after the statement. Where the server refuses
+//! `GET_LOCK` (some MariaDB Galera releases), the fence is a mark in the
+//! statement's text, which the check looks for (see `fence::mysql_kill` for
+//! what that leaves).
 //!
 //! # What is interrupted
 //!
@@ -109,11 +111,20 @@ pub(crate) struct Canceller {
 }
 
 impl Canceller {
-    /// A canceller for `db`, whose side connection is opened on first use.
-    pub(crate) fn new(db: &DatabaseConnection, dialect: Dialect) -> Canceller {
+    /// A canceller for `db` (a `dialect` server, which takes `GET_LOCK` or
+    /// not: some Galera releases refuse it), whose side connection is
+    /// opened on first use.
+    pub(crate) fn new(db: &DatabaseConnection, dialect: Dialect, get_lock: bool) -> Canceller {
         Canceller {
-            queue: Side::of(db, dialect).map(Queue::new),
+            queue: Side::of(db, dialect, get_lock).map(Queue::new),
         }
+    }
+
+    /// The fence of the next statement that may wait, where a statement can
+    /// be cancelled.
+    pub(crate) fn next_fence(&self) -> Option<Fence> {
+        let queue = self.queue.as_ref()?;
+        Some(Fence::next(queue.side().locking_fences()))
     }
 
     /// Open the side connection, in the background, if it is not open: an

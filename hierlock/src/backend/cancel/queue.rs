@@ -19,6 +19,9 @@ pub(super) enum Side {
     MySql {
         options: sea_orm::sqlx::mysql::MySqlConnectOptions,
         mariadb: bool,
+        /// Whether fences are `GET_LOCK` locks (not where the server
+        /// refuses them: some MariaDB Galera releases).
+        locking_fences: bool,
     },
     #[cfg(feature = "postgres")]
     Postgres(sea_orm::sqlx::postgres::PgConnectOptions),
@@ -201,21 +204,32 @@ impl Queue {
 
 impl Side {
     /// The server behind `db`, if it can be asked (an SQLx pool of a server).
-    pub(super) fn of(db: &DatabaseConnection, dialect: Dialect) -> Option<Side> {
+    pub(super) fn of(db: &DatabaseConnection, dialect: Dialect, get_lock: bool) -> Option<Side> {
         #[cfg(any(feature = "mysql", feature = "postgres"))]
         use sea_orm::DatabaseConnectionType as Pool;
-        let _ = dialect;
+        let _ = (dialect, get_lock);
         match &db.inner {
             #[cfg(feature = "mysql")]
             Pool::SqlxMySqlPoolConnection(_) => Some(Side::MySql {
                 options: (*db.get_mysql_connection_pool().connect_options()).clone(),
                 mariadb: dialect == Dialect::MariaDb,
+                locking_fences: get_lock,
             }),
             #[cfg(feature = "postgres")]
             Pool::SqlxPostgresPoolConnection(_) => Some(Side::Postgres(
                 (*db.get_postgres_connection_pool().connect_options()).clone(),
             )),
             _ => None,
+        }
+    }
+
+    /// Whether its fences are locks (see [`Fence`]).
+    pub(super) fn locking_fences(&self) -> bool {
+        match *self {
+            #[cfg(feature = "mysql")]
+            Side::MySql { locking_fences, .. } => locking_fences,
+            #[cfg(feature = "postgres")]
+            Side::Postgres(_) => true,
         }
     }
 
@@ -255,7 +269,14 @@ impl Side {
         let _ = batch;
         match (self, conn) {
             #[cfg(feature = "mysql")]
-            (Side::MySql { mariadb, .. }, Connection::MySql(conn)) => {
+            (
+                Side::MySql {
+                    mariadb,
+                    locking_fences,
+                    ..
+                },
+                Connection::MySql(conn),
+            ) => {
                 let sql: String = batch.iter().map(|r| fence::mysql_kill(r, *mariadb)).collect();
                 match conn.execute(AssertSqlSafe(sql)).await {
                     Ok(_) => Ok(()),
@@ -266,12 +287,19 @@ impl Side {
                     // finds its statement gone, or ends it).
                     Err(sea_orm::sqlx::Error::Database(error)) => {
                         tracing::debug!(%error, "hierlock: a lock wait ended before its cancellation");
-                        conn.execute(fence::MYSQL_RELEASE_FENCES).await?;
+                        let release = async |conn: &mut sea_orm::sqlx::MySqlConnection| {
+                            if *locking_fences {
+                                conn.execute(fence::MYSQL_RELEASE_FENCES).await.map(drop)
+                            } else {
+                                Ok(())
+                            }
+                        };
+                        release(conn).await?;
                         for request in batch {
                             let sql = fence::mysql_kill(request, *mariadb);
                             if let Err(error) = conn.execute(AssertSqlSafe(sql)).await {
                                 tracing::debug!(%error, "hierlock: a lock wait ended before its cancellation");
-                                conn.execute(fence::MYSQL_RELEASE_FENCES).await?;
+                                release(conn).await?;
                             }
                         }
                         Ok(())
