@@ -144,6 +144,7 @@ impl Queue {
     /// is left. A task of its own, so that no caller's dropped future can
     /// leave the queue without a sender.
     async fn send(self: Arc<Queue>) {
+        let mut sending = Sending(Some(&self));
         let mut conn = self.state().idle.take();
         loop {
             if conn.is_none() {
@@ -154,6 +155,7 @@ impl Queue {
                 if state.pending.is_empty() {
                     state.sending = false;
                     state.idle = conn;
+                    sending.0 = None;
                     return;
                 }
                 let take = state.pending.len().min(MAX_BATCH);
@@ -198,6 +200,19 @@ impl Queue {
                 tracing::warn!("hierlock's cancelling connection did not open in time");
                 None
             }
+        }
+    }
+}
+
+/// Marks the queue as without a sender if the sending task is dropped
+/// before it ends (its runtime shut down), so that the next cancellation
+/// starts one.
+struct Sending<'q>(Option<&'q Queue>);
+
+impl Drop for Sending<'_> {
+    fn drop(&mut self) {
+        if let Some(queue) = self.0 {
+            queue.state().sending = false;
         }
     }
 }
