@@ -19,12 +19,13 @@
 //! server backend to another client). So every statement that may wait ends
 //! with a [`Fence`]: after taking its locks, it takes a lock of its own,
 //! unique to the statement (MySQL's `GET_LOCK`, a PostgreSQL advisory lock),
-//! and cannot finish while somebody else holds it. The canceller takes the
-//! fence first, then checks that the connection still runs that statement,
-//! then interrupts it: while the canceller holds the fence the statement
-//! cannot end, so no other statement can start on its connection, and the
-//! interruption lands on the statement it was issued for. If the fence is
-//! taken already, the statement has its locks: there is nothing to cancel.
+//! and cannot succeed while somebody else holds it. The canceller takes the
+//! fence first, then interrupts: while it holds the fence the statement
+//! cannot succeed, and sqlx hands a connection to another task only after a
+//! successful answer (an error closes it), so the connection is still the
+//! acquisition's and the interruption lands on the statement it was issued
+//! for. If the fence is taken already, the statement has its locks: there
+//! is nothing to cancel.
 //!
 //! On PostgreSQL the check also names the statement's transaction (its
 //! `xact_start`, read in the transaction before it waits), and its fence is
