@@ -435,6 +435,19 @@ impl Error {
         }
     }
 
+    /// `step`'s output, or [`Error::no_answer`] (the transaction lost) if
+    /// the server does not answer it within `within`: one exchange on a
+    /// network that may have gone silent.
+    pub(crate) async fn answered_within<T>(
+        doing: &str,
+        within: Duration,
+        step: impl std::future::Future<Output = T>,
+    ) -> Result<T> {
+        tokio::time::timeout(within, step)
+            .await
+            .map_err(|_elapsed| Error::no_answer(doing, within, TxnState::Lost))
+    }
+
     /// A failed statement that leaves the transaction in `state` (unless the
     /// connection is gone, or the pool had none to give).
     pub(crate) fn database_in(doing: impl Into<String>, source: DbErr, state: TxnState) -> Self {

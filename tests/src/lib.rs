@@ -309,6 +309,12 @@ impl Fixture {
 
     /// Whether connection `id` is waiting for a lock, from the server's own views.
     pub async fn is_waiting(&self, id: i64) -> bool {
+        self.waiting_among(&[id]).await > 0
+    }
+
+    /// How many of the connections `ids` wait for a lock, from one read of
+    /// the server's lock-wait view.
+    async fn waiting_among(&self, ids: &[i64]) -> usize {
         let backend = self.db.get_database_backend();
         // InnoDB serves INNODB_TRX from one server-wide cache, refreshed only
         // when it has not been read for 100 ms: reads from concurrent tests
@@ -317,29 +323,6 @@ impl Fixture {
             DbBackend::MySql => Some(innodb_trx_turn().await),
             _ => None,
         };
-        let sql = match backend {
-            DbBackend::Postgres => {
-                "SELECT COUNT(*)::int8 AS n FROM pg_locks WHERE pid = $1 AND NOT granted"
-            }
-            DbBackend::MySql => {
-                "SELECT CAST(COUNT(*) AS SIGNED) AS n FROM information_schema.INNODB_TRX \
-                 WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'"
-            }
-            _ => panic!("{:?} has no lock-wait view", self.backend),
-        };
-        let row = self
-            .db
-            .query_one_raw(Statement::from_sql_and_values(backend, sql, [id.into()]))
-            .await
-            .expect("lock-wait view")
-            .expect("one row");
-        row.try_get::<i64>("", "n").expect("count") > 0
-    }
-
-    /// Wait until every connection of `ids` waits for a lock (one read of
-    /// the server's lock-wait view per poll); panics after 10 s.
-    pub async fn wait_until_all_blocked(&self, ids: &[i64]) {
-        let backend = self.db.get_database_backend();
         let list = ids
             .iter()
             .map(i64::to_string)
@@ -355,24 +338,21 @@ impl Fixture {
             ),
             _ => panic!("{:?} has no lock-wait view", self.backend),
         };
+        let row = self
+            .db
+            .query_one_raw(Statement::from_string(backend, sql))
+            .await
+            .expect("lock-wait view")
+            .expect("one row");
+        let waiting: i64 = row.try_get("", "n").expect("count");
+        usize::try_from(waiting).expect("a count")
+    }
+
+    /// Wait until every connection of `ids` waits for a lock; panics after
+    /// 10 s.
+    pub async fn wait_until_all_blocked(&self, ids: &[i64]) {
         let poll = async {
-            loop {
-                // See `is_waiting`: INNODB_TRX reads must be spaced.
-                let _turn = match backend {
-                    DbBackend::MySql => Some(innodb_trx_turn().await),
-                    _ => None,
-                };
-                let row = self
-                    .db
-                    .query_one_raw(Statement::from_string(backend, sql.clone()))
-                    .await
-                    .expect("lock-wait view")
-                    .expect("one row");
-                let waiting: i64 = row.try_get("", "n").expect("count");
-                if usize::try_from(waiting).is_ok_and(|n| n == ids.len()) {
-                    return;
-                }
-                drop(_turn);
+            while self.waiting_among(ids).await < ids.len() {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         };

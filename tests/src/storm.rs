@@ -28,6 +28,17 @@ impl StormOutcome {
     pub fn failures(&self) -> usize {
         self.failed.values().sum()
     }
+
+    /// Panic unless every fresh request of `rounds` × `width` committed;
+    /// `what` names the setting in the message.
+    pub fn assert_no_bystander_failed(&self, rounds: usize, width: usize, what: &str) {
+        assert_eq!(
+            self.failures(),
+            0,
+            "{what}: fresh requests were hit by other requests' cancellations: {self:?}"
+        );
+        assert_eq!(self.committed, rounds * width, "{what}: {self:?}");
+    }
 }
 
 /// Run `rounds` rounds of `width` dropped waiters on `pool` (of `width`

@@ -103,12 +103,12 @@ impl Locker {
     pub async fn connect(db: &DatabaseConnection, config: Config) -> Result<Locker> {
         // A silent network never answers: the checks end by the answer
         // timeout, their connection abandoned.
-        let within = config.answer_timeout();
-        let checked = tokio::time::timeout(within, Self::check(db, &config))
-            .await
-            .map_err(|_elapsed| {
-                Error::no_answer("checking the server for a locker", within, TxnState::Lost)
-            })?;
+        let checked = Error::answered_within(
+            "checking the server for a locker",
+            config.answer_timeout(),
+            Self::check(db, &config),
+        )
+        .await?;
         let Checked {
             dialect,
             strategy,

@@ -84,9 +84,8 @@ impl Locker {
         let doing = "opening a lock transaction";
         let answer_timeout = self.config().answer_timeout();
         let begin = db.begin_with_config(isolation, Some(AccessMode::ReadWrite));
-        let txn = tokio::time::timeout(answer_timeout, begin)
-            .await
-            .map_err(|_elapsed| Error::no_answer(doing, answer_timeout, TxnState::Lost))?
+        let txn = Error::answered_within(doing, answer_timeout, begin)
+            .await?
             .map_err(|e| Error::database(doing, e))?;
         // On failure `txn` is dropped here, which rolls it back.
         let requests = requests.into_iter().map(Into::into).collect();
@@ -123,15 +122,13 @@ impl LockHandle {
             return Ok(());
         };
         let doing = "releasing locks";
-        let lost = || Error::no_answer(doing, self.answer_timeout, TxnState::Lost);
         if self.abandoned.load(Ordering::Relaxed) {
             // Its last check is still unanswered: a rollback would wait behind it.
-            return Err(lost());
+            return Err(Error::no_answer(doing, self.answer_timeout, TxnState::Lost));
         }
-        match tokio::time::timeout(self.answer_timeout, txn.rollback()).await {
-            Ok(rolled_back) => rolled_back.map_err(|e| Error::database(doing, e)),
-            Err(_elapsed) => Err(lost()),
-        }
+        Error::answered_within(doing, self.answer_timeout, txn.rollback())
+            .await?
+            .map_err(|e| Error::database(doing, e))
     }
 
     /// Whether the locks are still held: asks the server, on the handle's

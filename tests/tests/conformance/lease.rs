@@ -95,15 +95,7 @@ pub async fn the_lease_keeps_a_tighter_timeout(backend: Backend) {
             )
             .await
             .expect("uncontended");
-            let row = txn
-                .query_one_raw(Statement::from_string(
-                    DbBackend::Postgres,
-                    "SELECT current_setting('idle_in_transaction_session_timeout') AS v",
-                ))
-                .await
-                .expect("show")
-                .expect("a row");
-            let v: String = row.try_get("", "v").expect("text");
+            let v = idle_in_transaction_timeout(&txn).await;
             assert_eq!(v, after, "{set}, then an acquisition ({wait:?})");
         }
         txn.rollback().await.expect("rollback");
@@ -135,4 +127,14 @@ pub async fn the_longest_lease_works_and_a_longer_one_is_refused(backend: Backen
     .await
     .expect("the server takes the longest lease");
     txn.commit().await.expect("commit");
+}
+
+/// PostgreSQL's `idle_in_transaction_session_timeout` as `txn` sees it.
+pub async fn idle_in_transaction_timeout(txn: &hierlock::sea_orm::DatabaseTransaction) -> String {
+    let show = Statement::from_string(
+        DbBackend::Postgres,
+        "SELECT current_setting('idle_in_transaction_session_timeout') AS v",
+    );
+    let row = txn.query_one_raw(show).await.expect("show").expect("a row");
+    row.try_get("", "v").expect("text")
 }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use hierlock::sea_orm::{ConnectionTrait, DbBackend, Statement, TransactionTrait};
+use hierlock::sea_orm::{ConnectionTrait, Statement, TransactionTrait};
 use hierlock::{DEADLINE_MARGIN, Error, ErrorKind, RetryPolicy, Target, TxnState, Wait, retry};
 use hierlock_tests::{Backend, Fixture, Proxy, bounded};
 
@@ -191,23 +191,9 @@ pub async fn the_lease_ends_with_its_transaction(backend: Backend) {
     let locker = hierlock::Locker::connect(&db, config)
         .await
         .expect("locker");
-    let show = || {
-        Statement::from_string(
-            DbBackend::Postgres,
-            "SELECT current_setting('idle_in_transaction_session_timeout') AS v",
-        )
-    };
-    let setting = async |txn: &hierlock::sea_orm::DatabaseTransaction| -> String {
-        let row = txn
-            .query_one_raw(show())
-            .await
-            .expect("show")
-            .expect("a row");
-        row.try_get::<String>("", "v").expect("text")
-    };
     let before = {
         let txn = db.begin().await.expect("begin");
-        setting(&txn).await
+        crate::lease::idle_in_transaction_timeout(&txn).await
     };
     for wait in [
         Wait::Block,
@@ -222,14 +208,14 @@ pub async fn the_lease_ends_with_its_transaction(backend: Backend) {
         .await
         .expect("granted");
         assert_eq!(
-            setting(&txn).await,
+            crate::lease::idle_in_transaction_timeout(&txn).await,
             "7s",
             "the lease, for the transaction ({wait:?})"
         );
         txn.commit().await.expect("commit");
         let txn = db.begin().await.expect("begin");
         assert_eq!(
-            setting(&txn).await,
+            crate::lease::idle_in_transaction_timeout(&txn).await,
             before,
             "the pooled connection's own setting ({wait:?})"
         );
