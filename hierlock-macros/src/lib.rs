@@ -3,13 +3,10 @@
 //! `hierlock::protected`; this crate is an implementation detail, pinned to
 //! the `hierlock` version it was released with.
 
-mod attr;
+mod args;
 mod ctxt;
-mod dense;
-mod expand;
-mod facade;
+mod hierlocked;
 mod protected;
-mod relations;
 
 use proc_macro::TokenStream;
 
@@ -80,7 +77,7 @@ use proc_macro::TokenStream;
 /// in the repository.
 #[proc_macro_attribute]
 pub fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::hierlocked(args.into(), item.into()).into()
+    hierlocked::hierlocked(args.into(), item.into()).into()
 }
 
 /// Make a SeaORM entity writable only with a lock proof.

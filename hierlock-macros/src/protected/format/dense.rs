@@ -16,7 +16,7 @@ use syn::{Attribute, Field, Fields, GenericArgument, ItemStruct, PathArguments, 
 
 /// The dense attribute on `Model` (`#[sea_orm::model]`,
 /// `#[sea_orm::compact_model]`), if any, and whether it is the compact one.
-pub(crate) fn dense_attr(model: &ItemStruct) -> Option<(&Attribute, bool)> {
+pub(in crate::protected) fn dense_attr(model: &ItemStruct) -> Option<(&Attribute, bool)> {
     model.attrs.iter().find_map(|a| {
         let segments = &a.path().segments;
         let last = segments.last()?;
@@ -32,7 +32,7 @@ pub(crate) fn dense_attr(model: &ItemStruct) -> Option<(&Attribute, bool)> {
 }
 
 /// The error for a dense `Model`: what to write instead.
-pub(crate) fn refusal(model: &ItemStruct, compact: bool, module: &str) -> String {
+pub(in crate::protected) fn refusal(model: &ItemStruct, compact: bool, module: &str) -> String {
     if compact {
         return "remove `#[sea_orm::compact_model]`: #[protected] does not support the `ActiveModelEx` \
                 it adds (its `save` writes related rows, and its `delete_by_<unique key>` functions \

@@ -1,80 +1,30 @@
-//! `#[protected]`: give an entity's module the writes that need a lock proof.
-//!
-//! Appended to the module: inherent `Entity::insert/update/delete/..`
-//! functions (inherent functions come before SeaORM's `EntityTrait` ones, so
-//! they replace them), the `hierlock::Protect` impl that reads the row's IDs,
-//! and the `ActiveModelBehavior` impl whose hooks make the remaining SeaORM
-//! write paths (`ActiveModel::insert/update/save/delete`, `Model::delete`)
-//! fail to build.
+//! `#[protected]`'s arguments checked against the module's items: every
+//! mistake is reported at once, before anything is generated.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, quote};
-use syn::{Fields, Ident, Item, ItemImpl, ItemMod, ItemStruct, Path, parse_quote};
+use quote::quote;
+use syn::{Fields, Ident, Item, ItemImpl, ItemMod, ItemStruct, Path};
 
-use crate::attr::{PROTECTED_KEYS, ProtectedArgs, Slot};
-use crate::ctxt::{Ctxt, item_with_error, list};
-
-/// The entry point, on `proc_macro2` types.
-pub(crate) fn protected(args: TokenStream, item: TokenStream) -> TokenStream {
-    let module: ItemMod = match syn::parse2(item.clone()) {
-        Ok(module) => module,
-        Err(err) => {
-            let err = syn::Error::new(
-                err.span(),
-                format!(
-                    "#[protected] goes on the inline module of a SeaORM entity (`mod account {{ .. }}`): {err}"
-                ),
-            );
-            return item_with_error(item, err);
-        }
-    };
-    let args: ProtectedArgs = match syn::parse2(args) {
-        Ok(args) => args,
-        Err(err) => return item_with_error(item, err),
-    };
-    let krate = krate_of(&args);
-    match Entity::new(args, &module) {
-        Ok(entity) => entity.expand(module),
-        Err(err) => item_with_error(with_behavior(module, &krate), err),
-    }
-}
-
-/// The module as written, with the `ActiveModelBehavior` impl that SeaORM
-/// requires if it has none: so that a mistake in the attribute is reported
-/// alone, not with every error its absence would cause.
-fn with_behavior(mut module: ItemMod, krate: &Path) -> TokenStream {
-    if let Some((_, items)) = &mut module.content {
-        let has_model = items
-            .iter()
-            .any(|item| matches!(item, Item::Struct(s) if s.ident == "Model"));
-        let has_behavior = items.iter().any(|item| match item {
-            Item::Impl(imp) => is_behavior_impl(imp),
-            Item::Struct(s) => derives_behavior(&s.attrs),
-            _ => false,
-        });
-        if has_model && !has_behavior {
-            items.push(parse_quote! {
-                impl #krate::__private::sea_orm::ActiveModelBehavior for ActiveModel {}
-            });
-        }
-    }
-    module.into_token_stream()
-}
+use super::args::{PROTECTED_KEYS, ProtectedArgs};
+use super::behavior::{behavior_derives, is_behavior_impl};
+use super::format::{compact, dense};
+use crate::args::Slot;
+use crate::ctxt::{Ctxt, list};
 
 /// A validated protected entity.
-struct Entity {
-    krate: Path,
-    level: &'static str,
+pub(super) struct Entity {
+    pub(super) krate: Path,
+    pub(super) level: &'static str,
     /// The ID fields of `Model`, from the user down.
-    fields: Vec<Ident>,
+    pub(super) fields: Vec<Ident>,
     /// The version field, for optimistic locking.
-    version: Option<Ident>,
+    pub(super) version: Option<Ident>,
 }
 
 const LEVELS: &[&str] = &["user", "account", "resource"];
 
 impl Entity {
-    fn new(args: ProtectedArgs, module: &ItemMod) -> syn::Result<Entity> {
+    pub(super) fn new(args: ProtectedArgs, module: &ItemMod) -> syn::Result<Entity> {
         let ProtectedArgs {
             level,
             user,
@@ -84,7 +34,7 @@ impl Entity {
             krate,
             mut ctxt,
         } = args;
-        let krate = krate.get().cloned().unwrap_or_else(default_krate);
+        let krate = krate.or_hierlock();
         let keys = [&user, &account, &resource];
         let depth = match level.get() {
             None => {
@@ -146,16 +96,6 @@ impl Entity {
             version: version.get().cloned(),
         })
     }
-
-    fn expand(self, module: ItemMod) -> TokenStream {
-        crate::facade::expand(
-            &self.krate,
-            self.level,
-            &self.fields,
-            self.version.as_ref(),
-            module,
-        )
-    }
 }
 
 /// Each level down to `depth` has its key, and none below.
@@ -192,15 +132,11 @@ const BEHAVIOR_WITH_HOOKS: &str = "remove this `impl ActiveModelBehavior`: prote
 /// The module holds a compact `Model` with the named fields (IDs and
 /// version), and no behavior with hooks.
 fn check_items(items: &[Item], module: &Ident, keys: &[&Slot<Ident>], ctxt: &mut Ctxt) {
-    let model = items.iter().find_map(|item| match item {
-        Item::Struct(s) if s.ident == "Model" => Some(s),
-        _ => None,
-    });
-    match model {
+    match compact::model(items) {
         Some(model) => {
             check_fields(model, keys, ctxt);
-            if let Some((dense, compact)) = crate::dense::dense_attr(model) {
-                ctxt.error_spanned(dense, crate::dense::refusal(model, compact, &module.to_string()));
+            if let Some((attr, compact_model)) = dense::dense_attr(model) {
+                ctxt.error_spanned(attr, dense::refusal(model, compact_model, &module.to_string()));
             }
         }
         None => ctxt.error(
@@ -217,17 +153,12 @@ fn check_items(items: &[Item], module: &Ident, keys: &[&Slot<Ident>], ctxt: &mut
                 ctxt.error_spanned(behavior_header(imp), BEHAVIOR_WITH_HOOKS);
             }
             Item::Struct(ItemStruct { attrs, .. }) | Item::Enum(syn::ItemEnum { attrs, .. }) => {
-                for attr in attrs.iter().filter(|a| a.path().is_ident("derive")) {
-                    let _ = attr.parse_nested_meta(|meta| {
-                        if meta.path.segments.last().is_some_and(|s| s.ident == "DeriveActiveModelBehavior") {
-                            ctxt.error_spanned(
-                                &meta.path,
-                                "remove `DeriveActiveModelBehavior`: #[protected] implements `ActiveModelBehavior` \
-                                 (SeaORM requires one; protected writes do not run its hooks)",
-                            );
-                        }
-                        Ok(())
-                    });
+                for path in behavior_derives(attrs) {
+                    ctxt.error_spanned(
+                        path,
+                        "remove `DeriveActiveModelBehavior`: #[protected] implements `ActiveModelBehavior` \
+                         (SeaORM requires one; protected writes do not run its hooks)",
+                    );
                 }
             }
             _ => {}
@@ -270,46 +201,6 @@ fn behavior_header(imp: &ItemImpl) -> TokenStream {
         Some((_, path, for_token)) => quote!(#impl_token #path #for_token #self_ty),
         None => quote!(#impl_token #self_ty),
     }
-}
-
-/// `#[derive(.., DeriveActiveModelBehavior, ..)]`.
-fn derives_behavior(attrs: &[syn::Attribute]) -> bool {
-    let mut found = false;
-    for attr in attrs.iter().filter(|a| a.path().is_ident("derive")) {
-        let _ = attr.parse_nested_meta(|meta| {
-            found |= meta
-                .path
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "DeriveActiveModelBehavior");
-            Ok(())
-        });
-    }
-    found
-}
-
-/// `impl ActiveModelBehavior for ActiveModel {}`, which #[protected] writes
-/// itself.
-pub(crate) fn is_empty_behavior(item: &Item) -> bool {
-    let Item::Impl(imp) = item else { return false };
-    let for_active_model = matches!(&*imp.self_ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("ActiveModel"));
-    is_behavior_impl(imp) && for_active_model && imp.items.is_empty()
-}
-
-fn is_behavior_impl(imp: &ItemImpl) -> bool {
-    imp.trait_.as_ref().is_some_and(|(_, path, _)| {
-        path.segments
-            .last()
-            .is_some_and(|s| s.ident == "ActiveModelBehavior")
-    })
-}
-
-fn krate_of(args: &ProtectedArgs) -> Path {
-    args.krate.get().cloned().unwrap_or_else(default_krate)
-}
-
-fn default_krate() -> Path {
-    parse_quote!(::hierlock)
 }
 
 fn unreported() -> syn::Error {

@@ -26,10 +26,14 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
-use syn::{Attribute, Fields, Ident, Item, ItemMod, Path, Type, UseTree};
+use syn::{Attribute, Ident, Item, ItemMod, Path, Type, UseTree};
+
+use super::behavior::is_empty_behavior;
+use super::format::compact::active_columns;
+use super::relations;
 
 /// The two modules replacing `module`.
-pub(crate) fn expand(
+pub(super) fn expand(
     krate: &Path,
     level: &str,
     fields: &[Ident],
@@ -44,7 +48,7 @@ pub(crate) fn expand(
         ..
     } = module;
     let mut items = content.map(|(_, items)| items).unwrap_or_default();
-    crate::relations::rewrite(krate, &mut items);
+    relations::rewrite(krate, &mut items);
     let sealed = format_ident!("__hierlock_{}", name);
     let sea_orm = quote!(#krate::__private::sea_orm);
     let columns = active_columns(&items);
@@ -57,7 +61,7 @@ pub(crate) fn expand(
         .collect();
     let sealed_items: Vec<&Item> = items
         .iter()
-        .filter(|i| !imports_sea_orm(i) && !crate::protected::is_empty_behavior(i))
+        .filter(|i| !imports_sea_orm(i) && !is_empty_behavior(i))
         .collect();
     let lint_attrs: Vec<&Attribute> = attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
     let hijack = hijack(krate);
@@ -186,42 +190,6 @@ fn imports_sea_orm(item: &Item) -> bool {
         }
     }
     last_is_sea_orm(&u.tree)
-}
-
-/// The fields of `Model` that SeaORM's `ActiveModel` has (all but
-/// `#[sea_orm(ignore)]`), with their types.
-fn active_columns(items: &[Item]) -> Vec<(Ident, Type)> {
-    let Some(Item::Struct(model)) = items
-        .iter()
-        .find(|i| matches!(i, Item::Struct(s) if s.ident == "Model"))
-    else {
-        return Vec::new();
-    };
-    let Fields::Named(named) = &model.fields else {
-        return Vec::new();
-    };
-    named
-        .named
-        .iter()
-        .filter(|f| !is_ignored(&f.attrs))
-        .filter_map(|f| Some((f.ident.clone()?, f.ty.clone())))
-        .collect()
-}
-
-fn is_ignored(attrs: &[Attribute]) -> bool {
-    let mut ignored = false;
-    for attr in attrs.iter().filter(|a| a.path().is_ident("sea_orm")) {
-        let _ = attr.parse_nested_meta(|meta| {
-            ignored |= meta.path.is_ident("ignore");
-            if meta.input.peek(syn::Token![=]) {
-                let _: syn::Expr = meta.value()?.parse()?;
-            } else if meta.input.peek(syn::token::Paren) {
-                let _: TokenStream = meta.input.parse()?;
-            }
-            Ok(())
-        });
-    }
-    ignored
 }
 
 /// `impl Protect for Entity` on the sealed entity: its level, the IDs of a
@@ -598,7 +566,7 @@ fn not_an_entity(krate: &Path, name: &Ident) -> TokenStream {
 }
 
 /// The facade's SeaORM entity for relations that name it, in other
-/// protected modules (see [`crate::relations`]): its `Table`.
+/// protected modules (see [`super::relations`]): its `Table`.
 fn relation_target(krate: &Path) -> TokenStream {
     quote! {
         impl #krate::__private::RelationTarget for Entity {

@@ -17,7 +17,7 @@ use syn::{
 };
 
 /// The module's items with their relation targets rewritten.
-pub(crate) fn rewrite(krate: &Path, items: &mut [Item]) {
+pub(super) fn rewrite(krate: &Path, items: &mut [Item]) {
     for item in items {
         match item {
             Item::Enum(e) => {
