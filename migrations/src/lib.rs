@@ -1,7 +1,8 @@
 //! Provisioning of [`hierlock`]'s bucket table: a resumable fill
 //! ([`Provision`]), the same as a sea-orm-migration migration ([`Migrator`],
 //! [`CreateHierLockBuckets`]), and a command-line tool (`hierlock`: `provision`, `verify`, `status`, `inspect`),
-//! and [`live_locks`], the locks held and awaited right now.
+//! [`live_locks`], the locks held and awaited right now, and [`cascades_into`],
+//! the foreign keys through which the server changes protected rows with no lock.
 //!
 //! # What is created
 //!
@@ -124,12 +125,14 @@
 //!   tokio). Libraries depending on this crate can turn it off.
 #![warn(missing_docs)]
 
+mod cascades;
 mod inspect;
 mod locks;
 mod migration;
 mod provision;
 mod sql;
 
+pub use cascades::{CascadingForeignKey, ReferentialAction, cascades_into};
 pub use inspect::{LockStore, Status, Verification, status, verify};
 pub use locks::{
     HOTTEST_KEYS, HotKey, InvalidNodePath, LiveLock, LiveLocks, LockState, live_locks,

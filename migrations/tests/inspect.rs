@@ -441,3 +441,244 @@ async fn verify_refuses_a_table_provisioned_for_another_bucket_space() {
         assert!(err.to_string().contains("60"), "{err}");
     }
 }
+
+/// The foreign keys through which the server changes a protected table's
+/// rows (`ON DELETE` / `ON UPDATE` `CASCADE`, `SET NULL`) are reported with
+/// the table they come from; `RESTRICT` and `NO ACTION` keys, and keys of
+/// tables not named, are not; a table that does not exist is refused. `hierlock
+/// verify --protected-table` prints them and exits with code 1.
+#[tokio::test]
+async fn verify_reports_foreign_keys_cascading_into_protected_tables() {
+    use hierlock_migration::{CascadingForeignKey, ReferentialAction, cascades_into};
+
+    for (i, server) in servers().iter().enumerate() {
+        let db = connect(&server.url).await;
+        let config = config(&format!("hl_inspect_fk_{i}"), server);
+        fresh(&db, &config).await;
+        let [parent, cascade, nulled, updated, strict, plain] =
+            ["parent", "cascade", "nulled", "updated", "strict", "plain"]
+                .map(|t| format!("hl_fk_{t}_{i}"));
+        for table in [&cascade, &nulled, &updated, &strict, &plain, &parent] {
+            db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}"))
+                .await
+                .expect("drop");
+        }
+        let child = |table: &str, actions: &str| {
+            format!(
+                "CREATE TABLE {table} (id BIGINT NOT NULL PRIMARY KEY, parent_id BIGINT, \
+                 CONSTRAINT {table}_parent FOREIGN KEY (parent_id) REFERENCES {parent} (id) {actions})"
+            )
+        };
+        for sql in [
+            format!("CREATE TABLE {parent} (id BIGINT NOT NULL PRIMARY KEY)"),
+            child(&cascade, "ON DELETE CASCADE ON UPDATE RESTRICT"),
+            child(&nulled, "ON DELETE SET NULL ON UPDATE RESTRICT"),
+            child(&updated, "ON DELETE RESTRICT ON UPDATE CASCADE"),
+            child(&strict, "ON DELETE RESTRICT ON UPDATE NO ACTION"),
+            child(&plain, "ON DELETE CASCADE"),
+        ] {
+            db.execute_unprepared(&sql).await.expect("create");
+        }
+        let sqlite = server.url.starts_with("sqlite:");
+        let key = |table: &str, on_delete, on_update| CascadingForeignKey {
+            table: table.to_owned(),
+            // SQLite keeps no name for a foreign key.
+            name: (!sqlite).then(|| format!("{table}_parent")),
+            parent: parent.clone(),
+            on_delete,
+            on_update,
+        };
+
+        let found = cascades_into(&db, &[&strict, &updated, &nulled, &cascade])
+            .await
+            .expect("cascades");
+        assert_eq!(
+            found,
+            [
+                key(
+                    &cascade,
+                    ReferentialAction::Cascade,
+                    ReferentialAction::Restrict
+                ),
+                key(
+                    &nulled,
+                    ReferentialAction::SetNull,
+                    ReferentialAction::Restrict
+                ),
+                key(
+                    &updated,
+                    ReferentialAction::Restrict,
+                    ReferentialAction::Cascade
+                ),
+            ],
+            "{}",
+            server.url
+        );
+        assert_eq!(
+            found[0].to_string(),
+            if sqlite {
+                format!("`{cascade}` references `{parent}` ON DELETE CASCADE")
+            } else {
+                format!(
+                    "`{cascade}` (foreign key `{cascade}_parent`) references `{parent}` ON DELETE CASCADE"
+                )
+            }
+        );
+        assert_eq!(cascades_into(&db, &[&strict]).await.expect("none"), []);
+        let err = cascades_into(&db, &[&strict, "hl_fk_nowhere"])
+            .await
+            .expect_err("no such table");
+        assert_eq!(err.kind(), ErrorKind::Misuse, "{err}");
+        assert!(
+            err.to_string().contains("no table `hl_fk_nowhere`"),
+            "{err}"
+        );
+
+        let run = |args: &[&str]| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_hierlock"));
+            command.arg("verify").args(args).args([
+                "--database-url",
+                &server.url,
+                "--bucket-space",
+                "50",
+                "--table",
+                config.table().as_str(),
+            ]);
+            if server.postgres_locks == Some(PostgresLocks::BucketTable) {
+                command.args(["--postgres-locks", "bucket-table"]);
+            }
+            let out = command.output().expect("run hierlock");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.code(), stdout, stderr)
+        };
+        let (code, stdout, stderr) = run(&["--protected-table", &format!("{strict},{cascade}")]);
+        assert_eq!(code, Some(1), "{}: {stdout}{stderr}", server.url);
+        assert!(
+            stdout.contains(&format!("cascade:  {}", found[0])),
+            "{stdout}"
+        );
+        assert!(
+            stderr.contains("rows of protected tables change with no lock through a foreign key"),
+            "{stderr}"
+        );
+        let (code, stdout, stderr) = run(&["--json", "--protected-table", &nulled]);
+        assert_eq!(code, Some(1), "{}: {stdout}{stderr}", server.url);
+        let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+        assert_eq!(report["cascades"][0]["on_delete"], "set_null", "{stdout}");
+        assert_eq!(report["cascades"][0]["on_update"], "restrict", "{stdout}");
+        assert!(report["store"].is_string(), "{stdout}");
+        let (code, stdout, stderr) =
+            run(&["--protected-table", &strict, "--protected-table", &parent]);
+        assert_eq!(code, Some(0), "{}: {stdout}{stderr}", server.url);
+        assert!(
+            stdout.contains(&format!("cascades: none into `{strict}`, `{parent}`")),
+            "{stdout}"
+        );
+        let (code, _, stderr) = run(&["--protected-table", "hl_fk_nowhere"]);
+        assert_eq!(code, Some(1), "{}: {stderr}", server.url);
+        assert!(stderr.contains("no table `hl_fk_nowhere`"), "{stderr}");
+    }
+}
+
+/// A plain parent table, referenced by the protected `orm_child`.
+mod orm_parent {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "hl_fk_orm_parent")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// A protected table whose relation to its parent says `on_delete = "Cascade"`.
+#[hierlock::protected(level = account, user = user_id, account = id)]
+mod orm_child {
+    use hierlock::sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "hl_fk_orm_child")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: i64,
+        pub user_id: i64,
+        pub parent_id: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {
+        #[sea_orm(
+            belongs_to = "super::orm_parent::Entity",
+            from = "Column::ParentId",
+            to = "super::orm_parent::Column::Id",
+            on_delete = "Cascade"
+        )]
+        Parent,
+    }
+}
+
+/// The foreign key SeaORM creates from a relation's `on_delete = "Cascade"`
+/// into a protected table is reported, under the name SeaORM gives it; and
+/// it does delete protected rows, with no lock, when the parent row goes.
+#[tokio::test]
+async fn a_cascade_seaorm_creates_into_a_protected_table_is_reported() {
+    use hierlock_migration::{CascadingForeignKey, ReferentialAction, cascades_into};
+    use sea_orm::{PaginatorTrait, Schema};
+
+    for server in servers() {
+        if server.postgres_locks == Some(PostgresLocks::BucketTable) {
+            continue; // the same PostgreSQL database as the next one
+        }
+        let db = connect(&server.url).await;
+        for table in ["hl_fk_orm_child", "hl_fk_orm_parent"] {
+            db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}"))
+                .await
+                .expect("drop");
+        }
+        let schema = Schema::new(db.get_database_backend());
+        db.execute(&schema.create_table_from_entity(orm_parent::Entity))
+            .await
+            .expect("create the parent");
+        db.execute(&schema.create_table_from_entity(orm_child::Table))
+            .await
+            .expect("create the protected child");
+        let found = cascades_into(&db, &["hl_fk_orm_child"])
+            .await
+            .expect("cascades");
+        let on_update = found.first().map(|key| key.on_update);
+        assert_eq!(
+            found,
+            [CascadingForeignKey {
+                table: "hl_fk_orm_child".to_owned(),
+                name: (!server.url.starts_with("sqlite:"))
+                    .then(|| "fk-hl_fk_orm_child-parent_id".to_owned()),
+                parent: "hl_fk_orm_parent".to_owned(),
+                on_delete: ReferentialAction::Cascade,
+                // The server's default, however it names it.
+                on_update: on_update.expect("one key"),
+            }],
+            "{}",
+            server.url
+        );
+        for sql in [
+            "INSERT INTO hl_fk_orm_parent (id) VALUES (1)",
+            "INSERT INTO hl_fk_orm_child (id, user_id, parent_id) VALUES (10, 1, 1)",
+            "DELETE FROM hl_fk_orm_parent WHERE id = 1",
+        ] {
+            db.execute_unprepared(sql).await.expect(sql);
+        }
+        assert_eq!(
+            orm_child::Entity::find().count(&db).await.expect("count"),
+            0,
+            "{}: the protected row went with its parent",
+            server.url
+        );
+    }
+}

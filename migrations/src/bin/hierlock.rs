@@ -3,6 +3,7 @@
 //! ```text
 //! hierlock provision --database-url mysql://root@127.0.0.1:3306/app   # create and fill the bucket table (resumable)
 //! hierlock verify    --database-url mysql://root@127.0.0.1:3306/app   # complete? fit for locks? (exit 1 if not)
+//! hierlock verify    --database-url .. --protected-table accounts,resources   # also: no foreign key cascades into them
 //! hierlock status    --database-url mysql://root@127.0.0.1:3306/app   # server, topology, sizes, advice
 //! hierlock inspect   --database-url mysql://root@127.0.0.1:3306/app u1/a1/r1   # who holds, who waits
 //! ```
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hierlock::{Config, ErrorKind, PostgresLocks, SEED_BUCKET_SPACE, SubtreeReads};
-use hierlock_migration::{LockStore, Provision, error_chain};
+use hierlock_migration::{CascadingForeignKey, LockStore, Provision, error_chain};
 use indicatif::{HumanCount, HumanDuration, ProgressBar, ProgressStyle};
 
 /// hierlock's operator commands.
@@ -51,9 +52,19 @@ enum Command {
     },
     /// Check that the server is fit for locks (topology) and that the bucket
     /// table is complete and provisioned as configured. Exit code 1 if not.
+    ///
+    /// With `--protected-table`, also report the foreign keys of those tables
+    /// through which the server changes their rows with no lock (`ON DELETE`
+    /// or `ON UPDATE` `CASCADE`, `SET NULL`, `SET DEFAULT`); exit code 1 if
+    /// there is one.
     Verify {
         #[command(flatten)]
         target: Target,
+        /// The application's `#[hierlock::protected]` tables (their
+        /// `table_name`s), comma-separated or repeated: report foreign keys
+        /// that cascade into them.
+        #[arg(long, value_name = "TABLE", value_delimiter = ',')]
+        protected_table: Vec<String>,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -244,7 +255,11 @@ async fn main() -> ExitCode {
             chunk_rows,
             concurrent_levels,
         } => provision(target, *chunk_rows, *concurrent_levels).await,
-        Command::Verify { target, json } => verify(target, *json, url_from_env).await,
+        Command::Verify {
+            target,
+            protected_table,
+            json,
+        } => verify(target, protected_table, *json, url_from_env).await,
         Command::Status { target, json } => status(target, *json, url_from_env).await,
         Command::Inspect {
             source,
@@ -261,13 +276,69 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn verify(target: &Target, json: bool, url_from_env: bool) -> Result<(), String> {
+/// What `verify` prints: the verification, and with `--protected-table` the
+/// foreign keys cascading into those tables.
+#[derive(serde::Serialize)]
+struct VerifyReport {
+    #[serde(flatten)]
+    verification: hierlock_migration::Verification,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cascades: Option<Vec<CascadingForeignKey>>,
+}
+
+async fn verify(
+    target: &Target,
+    protected_tables: &[String],
+    json: bool,
+    url_from_env: bool,
+) -> Result<(), String> {
     let config = target.config()?;
     let db = target.connect().await?;
     let verification = hierlock_migration::verify(&db, &config)
         .await
         .map_err(|e| target.explain(&e, url_from_env))?;
-    report(&verification, json, |v| println!("{v}"))
+    let cascades = if protected_tables.is_empty() {
+        None
+    } else {
+        Some(
+            hierlock_migration::cascades_into(&db, protected_tables)
+                .await
+                .map_err(|e| error_chain(&e))?,
+        )
+    };
+    let report_of = VerifyReport {
+        verification,
+        cascades,
+    };
+    report(&report_of, json, |r| {
+        println!("{}", r.verification);
+        match &r.cascades {
+            Some(keys) if keys.is_empty() => {
+                let tables: Vec<String> =
+                    protected_tables.iter().map(|t| format!("`{t}`")).collect();
+                println!("cascades: none into {}", tables.join(", "));
+            }
+            Some(keys) => {
+                for key in keys {
+                    println!("cascade:  {key}");
+                }
+            }
+            None => {}
+        }
+    })?;
+    match report_of.cascades {
+        Some(keys) if !keys.is_empty() => Err(format!(
+            "rows of protected tables change with no lock through {} when a parent row \
+             is deleted or its key updated: declare the relation `on_delete = \"Restrict\"` (or \
+             `\"NoAction\"`) and delete the protected rows first, with \
+             `Entity::delete_many().filter(..).exec(&lock)`",
+            match keys.len() {
+                1 => "a foreign key".to_owned(),
+                n => format!("{n} foreign keys"),
+            }
+        )),
+        _ => Ok(()),
+    }
 }
 
 async fn status(target: &Target, json: bool, url_from_env: bool) -> Result<(), String> {
