@@ -29,5 +29,45 @@ pub mod account {
     pub enum Relation {}
 }
 
+/// A protected junction between accounts and groups, whose rows SeaORM's
+/// many-to-many helpers write (`ActiveModelTrait::delete_links`).
+#[cfg(feature = "disallowed")]
+#[hierlock::protected(level = account, user = user_id, account = account_id)]
+pub mod membership {
+    use hierlock::sea_orm::entity::prelude::*;
+
+    /// An account's membership of a group.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "memberships")]
+    pub struct Model {
+        /// The account.
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub account_id: i64,
+        /// The group.
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub group_id: i64,
+        /// The account's user.
+        pub user_id: i64,
+    }
+
+    /// The account.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {
+        /// The account.
+        #[sea_orm(
+            belongs_to = "super::account::Table",
+            from = "Column::AccountId",
+            to = "super::account::Column::Id"
+        )]
+        Account,
+    }
+
+    impl Related<super::account::Table> for Entity {
+        fn to() -> RelationDef {
+            Relation::Account.def()
+        }
+    }
+}
+
 #[cfg(feature = "disallowed")]
 pub mod uses;

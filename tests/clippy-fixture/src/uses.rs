@@ -6,11 +6,12 @@ use hierlock::sea_orm::sea_query::{
     DeleteStatement, Expr, InsertStatement, Query, UpdateStatement,
 };
 use hierlock::sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseTransaction, DbErr, Delete,
-    EntityTrait, Insert, InsertMany, TryInsert, Update,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction, DbErr,
+    Delete, EntityTrait, Insert, InsertMany, QueryFilter, RelatedSelfVia, RelationDef,
+    RelationTrait, TryInsert, Update,
 };
 
-use crate::account;
+use crate::{account, membership};
 
 /// The raw SeaORM active model, reached through `Table`.
 type RawActiveModel = <account::Table as EntityTrait>::ActiveModel;
@@ -67,6 +68,33 @@ pub async fn raw_active_model(txn: &DatabaseTransaction) -> Result<(), DbErr> {
     Delete::one(raw()).exec(txn).await?;
     raw().delete(txn).await?;
     raw().update_without_returning(txn).await?;
+    Ok(())
+}
+
+/// A self-referencing many-to-many relation of accounts through the
+/// protected junction, for `delete_links_self` (its definitions do not
+/// matter: only the call is checked).
+impl RelatedSelfVia<membership::Table> for account::Table {
+    fn to() -> RelationDef {
+        membership::Relation::Account.def()
+    }
+
+    fn via() -> RelationDef {
+        membership::Relation::Account.def().rev()
+    }
+}
+
+/// SeaORM's hidden helpers behind the dense format's generated functions:
+/// they write a protected table they are given as a raw `Table`.
+pub async fn model_ex_helpers(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    // `delete_by_<unique key>`'s statement; with no filter, the whole table.
+    Delete::_one_only_for_use_by_model_ex(account::Table)
+        .filter(account::Column::UserId.eq(1))
+        .exec(txn)
+        .await?;
+    // Many-to-many links: `DELETE FROM memberships WHERE account_id IN (..)`.
+    raw().delete_links(membership::Table, txn).await?;
+    raw().delete_links_self(membership::Table, txn).await?;
     Ok(())
 }
 
