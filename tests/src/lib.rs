@@ -9,6 +9,7 @@
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
+pub mod chaos;
 pub mod cluster;
 mod proxy;
 pub mod storm;

@@ -267,6 +267,10 @@ pub struct Tally {
     pub errors: BTreeMap<String, u64>,
     /// Money deposited by committed deposits.
     pub deposited: i64,
+    /// Amounts of the deposits whose `COMMIT` got no answer (the
+    /// connection or the server went away): each may or may not have
+    /// committed.
+    pub in_doubt: Vec<i64>,
     /// Purchases submitted twice at once.
     pub double_submits: u64,
 }
@@ -290,6 +294,7 @@ impl Tally {
         self.lock_waits += other.lock_waits;
         self.deadlocks += other.deadlocks;
         self.deposited += other.deposited;
+        self.in_doubt.extend_from_slice(&other.in_doubt);
         self.double_submits += other.double_submits;
     }
 }

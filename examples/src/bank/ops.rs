@@ -267,6 +267,9 @@ impl Teller {
                 Err(failure) => failure,
             };
             *tally.errors.entry(failure.label()).or_default() += 1;
+            if let (Failure::CommitUnknown(_), Op::Deposit { amount, .. }) = (&failure, op) {
+                tally.in_doubt.push(amount);
+            }
             if failure.is_deadlock() {
                 tally.deadlocks += 1;
             }
@@ -286,7 +289,7 @@ impl Teller {
         let txn = self.db.begin().await?;
         match self.locked_body(&txn, op, tally).await {
             Ok(Done::Committed) => {
-                txn.commit().await?;
+                txn.commit().await.map_err(Failure::CommitUnknown)?;
                 Ok(Done::Committed)
             }
             Ok(declined) => {
@@ -446,6 +449,9 @@ pub enum Failure {
     Lock(hierlock::Error),
     /// A statement of the transaction itself failed.
     Db(DbErr),
+    /// The `COMMIT` failed: whether it took effect is unknown, so it is not
+    /// run again.
+    CommitUnknown(DbErr),
 }
 
 impl From<hierlock::Error> for Failure {
@@ -478,6 +484,7 @@ impl Failure {
         match self {
             Failure::Lock(err) => err.is_retryable(),
             Failure::Db(err) => conflict(err).is_some(),
+            Failure::CommitUnknown(_) => false,
         }
     }
 
@@ -486,6 +493,7 @@ impl Failure {
         match self {
             Failure::Lock(err) => err.kind() == ErrorKind::Deadlock,
             Failure::Db(err) => conflict(err) == Some(Conflict::Deadlock),
+            Failure::CommitUnknown(_) => false,
         }
     }
 
@@ -504,6 +512,7 @@ impl Failure {
                 Some(Conflict::Serialization) => "serialization failure".into(),
                 None => err.to_string(),
             },
+            Failure::CommitUnknown(err) => format!("commit outcome unknown: {err}"),
         }
     }
 }

@@ -1,0 +1,462 @@
+//! The faults a chaos run injects. Each is aimed at requests of its own
+//! (the victims), which lock the key the steady load uses most: the
+//! steady load shares their pool where that is what could go wrong (cancels
+//! and kills), and waits behind their locks in every fault.
+//!
+//! What each victim saw is counted by outcome; an outcome the fault does
+//! not promise (a lock held twice, a deadline overrun, a victim that did not
+//! recover) is counted as unexpected.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hierlock::{Config, DEADLINE_MARGIN, ErrorKind, Locker, RetryPolicy, Target, Wait};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement, TransactionTrait};
+use tokio::sync::{oneshot, watch};
+
+use super::BoxError;
+use super::load::Window;
+use super::server::Server;
+use crate::Proxy;
+
+/// One kind of fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fault {
+    /// Waiters on a held lock, all dropped together (a gateway timeout).
+    Storm,
+    /// Waiters on a held lock, all reaching their deadline together.
+    Burst,
+    /// A lock holder's connection killed by the server (`KILL CONNECTION`,
+    /// `pg_terminate_backend`).
+    Kill,
+    /// A lock holder's connection reset by the network (both sockets closed).
+    Reset,
+    /// A lock holder's network gone silent (nothing closed, nothing
+    /// answered), then back.
+    Silence,
+    /// The server killed (`kill -9`) and started again, under load: only
+    /// the chaos run's own servers.
+    Crash,
+}
+
+impl Fault {
+    /// Every fault, in the order a run injects them.
+    pub const ALL: [Fault; 6] = [
+        Fault::Storm,
+        Fault::Burst,
+        Fault::Kill,
+        Fault::Reset,
+        Fault::Silence,
+        Fault::Crash,
+    ];
+
+    /// The name the command line takes and the table prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Storm => "cancel storm",
+            Fault::Burst => "deadline burst",
+            Fault::Kill => "connection kill",
+            Fault::Reset => "network reset",
+            Fault::Silence => "silent network",
+            Fault::Crash => "server crash",
+        }
+    }
+
+    /// The fault named `name` (its table name, or its first word).
+    pub fn parse(name: &str) -> Option<Fault> {
+        Fault::ALL
+            .into_iter()
+            .find(|f| f.name() == name || f.name().split(' ').any(|word| word == name))
+    }
+}
+
+/// How big each fault is.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// Waiters dropped together in a storm.
+    pub storm_width: usize,
+    /// How long a storm's waiters wait before they are dropped.
+    pub storm_patience: Duration,
+    /// Acquisitions reaching their deadline together in a burst.
+    pub burst_width: usize,
+    /// A burst acquisition's `Wait::Timeout`.
+    pub burst_wait: Duration,
+    /// The lease of a silenced victim's locks (and its pool's session, on
+    /// the MySQL family): how long the server keeps them for a client that
+    /// went silent.
+    pub lease: Duration,
+    /// How long the network stays silent.
+    pub silence: Duration,
+}
+
+impl Default for Sizes {
+    fn default() -> Self {
+        Sizes {
+            storm_width: 8,
+            storm_patience: Duration::from_millis(50),
+            burst_width: 40,
+            burst_wait: Duration::from_millis(300),
+            lease: Duration::from_secs(2),
+            silence: Duration::from_millis(1500),
+        }
+    }
+}
+
+/// What the victims of one phase saw.
+#[derive(Clone, Debug, Default)]
+pub struct Victims {
+    /// Outcomes, by what happened (`recovered on attempt 2`, `LockTimeout`, …).
+    pub outcomes: BTreeMap<String, u64>,
+    /// Outcomes the fault does not promise.
+    pub unexpected: u64,
+    /// The longest time from a fault to its victim's transaction committed
+    /// again (faults that end a holder's connection).
+    pub recovery: Option<Duration>,
+}
+
+impl Victims {
+    fn saw(&mut self, outcome: impl Into<String>, expected: bool) {
+        self.saw_times(outcome, 1, expected);
+    }
+
+    pub(super) fn saw_times(&mut self, outcome: impl Into<String>, times: u64, expected: bool) {
+        *self.outcomes.entry(outcome.into()).or_default() += times;
+        if !expected {
+            self.unexpected += times;
+        }
+    }
+
+    fn recovered_in(&mut self, took: Duration) {
+        self.recovery = Some(self.recovery.map_or(took, |longest| longest.max(took)));
+    }
+}
+
+/// What the faults act on.
+pub(super) struct Env {
+    /// The target.
+    pub server: Server,
+    /// The steady load's pool.
+    pub db: DatabaseConnection,
+    /// The steady load's locker.
+    pub locker: Locker,
+    /// A pool on the server itself, for kills.
+    pub side: DatabaseConnection,
+    /// How big each fault is.
+    pub sizes: Sizes,
+    /// Open while a crash strikes every request on the server.
+    pub window: Window,
+}
+
+/// The key every victim locks: user 1's first account, which the steady
+/// load's transfers, deposits and purchases lock too.
+fn hot() -> Target {
+    Target::account(1, 1)
+}
+
+/// Inject one round of `fault`, counting what its victims saw.
+pub(super) async fn inject(fault: Fault, env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
+    match fault {
+        Fault::Storm => storm(env, victims).await,
+        Fault::Burst => burst(env, victims).await,
+        Fault::Kill => kill(env, victims).await,
+        Fault::Reset => reset(env, victims).await,
+        Fault::Silence => silence(env, victims).await,
+        Fault::Crash => crash(env, victims).await,
+    }
+}
+
+/// Hold the hot key while `storm_width` waiters queue behind it on the
+/// steady load's pool, drop them all, then let the steady load in.
+async fn storm(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
+    let holder = env.db.begin().await?;
+    env.locker.acquire(&holder, [hot().write()]).await?;
+    let waiters: Vec<_> = (0..env.sizes.storm_width)
+        .map(|_| {
+            let (db, locker) = (env.db.clone(), env.locker.clone());
+            let patience = env.sizes.storm_patience;
+            tokio::spawn(async move {
+                let txn = db.begin().await?;
+                let waited =
+                    tokio::time::timeout(patience, locker.acquire(&txn, [hot().write()])).await;
+                Ok::<_, BoxError>(match waited {
+                    Err(_) => ("dropped while waiting".to_owned(), true),
+                    Ok(Ok(_)) => ("acquired a held lock".to_owned(), false),
+                    Ok(Err(e)) => (format!("{:?}", e.kind()), false),
+                })
+            })
+        })
+        .collect();
+    for waiter in waiters {
+        let (outcome, expected) = waiter.await??;
+        victims.saw(outcome, expected);
+    }
+    holder.commit().await?;
+    Ok(())
+}
+
+/// Hold the hot key while `burst_width` acquisitions with a deadline queue
+/// behind it; each must end `LockTimeout` within its deadline's margin, and
+/// its transaction must roll back at once. The holder commits when every
+/// acquisition has returned, so one that succeeded took a held lock.
+async fn burst(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
+    let holder = env.db.begin().await?;
+    env.locker.acquire(&holder, [hot().write()]).await?;
+    let wait = env.sizes.burst_wait;
+    let (returned, mut outcomes) = tokio::sync::mpsc::unbounded_channel();
+    let waiters: Vec<_> = (0..env.sizes.burst_width)
+        .map(|_| {
+            let (db, locker, returned) = (env.db.clone(), env.locker.clone(), returned.clone());
+            tokio::spawn(async move {
+                let txn = db.begin().await?;
+                let asked = Instant::now();
+                let taken = locker
+                    .acquire_with(&txn, [hot().write()], Wait::Timeout(wait))
+                    .await;
+                let late = asked.elapsed() > wait + DEADLINE_MARGIN;
+                let _ = returned.send(match taken {
+                    Ok(_) => ("acquired a held lock".to_owned(), false),
+                    Err(e) if e.kind() == ErrorKind::LockTimeout && !late => {
+                        ("LockTimeout".to_owned(), true)
+                    }
+                    Err(e) if late => (format!("{:?} past the deadline's margin", e.kind()), false),
+                    Err(e) => (format!("{:?}", e.kind()), false),
+                });
+                let rolled_back =
+                    tokio::time::timeout(Duration::from_secs(5), txn.rollback()).await;
+                Ok::<_, BoxError>(rolled_back.is_ok())
+            })
+        })
+        .collect();
+    drop(returned);
+    while let Some((outcome, expected)) = outcomes.recv().await {
+        victims.saw(outcome, expected);
+    }
+    holder.commit().await?;
+    for waiter in waiters {
+        if !waiter.await?? {
+            victims.saw("rollback unanswered for 5 s", false);
+        }
+    }
+    Ok(())
+}
+
+/// A victim holding the hot key on the steady load's pool has its
+/// connection killed by the server; `hierlock::retry` must run it again.
+async fn kill(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
+    let mut victim = Victim::start(env.db.clone(), env.locker.clone(), retry_policy()?);
+    let id = victim.holding().await?;
+    let sql = match env.side.get_database_backend() {
+        DbBackend::Postgres => format!("SELECT pg_terminate_backend({id})"),
+        _ => format!("KILL CONNECTION {id}"),
+    };
+    let killed = Instant::now();
+    env.side
+        .execute_raw(Statement::from_string(env.side.get_database_backend(), sql))
+        .await?;
+    victim.fault_done();
+    victim.finish(killed, victims).await
+}
+
+/// A victim holding the hot key through a proxy has both its sockets
+/// closed; the server ends its transaction, and `retry` runs it again.
+async fn reset(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
+    let proxy = Proxy::start(env.server.workload_addr()).await;
+    let (db, locker) = through(env, &proxy, env.server.config(), None).await?;
+    let mut victim = Victim::start(db, locker, retry_policy()?);
+    victim.holding().await?;
+    let cut = Instant::now();
+    proxy.cut();
+    victim.fault_done();
+    victim.finish(cut, victims).await
+}
+
+/// A victim holding the hot key through a proxy goes silent: its next
+/// statement gets no answer (`ConnectionLost` by the answer timeout), the
+/// server keeps its locks until the lease ends, then the network comes
+/// back and `retry` runs it again.
+async fn silence(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
+    let proxy = Proxy::start(env.server.workload_addr()).await;
+    let lease = env.sizes.lease;
+    let config = env
+        .server
+        .config()
+        .with_lease(lease)?
+        .with_answer_timeout(Duration::from_secs(1))?;
+    let (db, locker) = through(env, &proxy, config, Some(lease)).await?;
+    let mut victim = Victim::start(db, locker, retry_policy()?);
+    victim.holding().await?;
+    let silenced = Instant::now();
+    proxy.silence();
+    victim.fault_done();
+    tokio::time::sleep(env.sizes.silence).await;
+    proxy.resume();
+    let seen = victim.finish(silenced, victims).await;
+    // The silenced sockets close with the proxy.
+    drop(proxy);
+    seen
+}
+
+/// Kill the server (`kill -9`) and start it again while the steady load
+/// runs; the window stays open until a transaction on the steady load's
+/// pool takes the hot key and commits again. The tellers' operations in
+/// the window are counted as hit (see [`Window`]).
+async fn crash(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
+    let instance = env.server.own_instance().ok_or(
+        "a server crash runs only on the chaos run's own servers (mariadb-own, postgres-own)",
+    )?;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clusters/instances.sh");
+    env.window.open();
+    let struck = Instant::now();
+    let crashed = tokio::process::Command::new("bash")
+        .args([script, "crash", instance])
+        .output()
+        .await?;
+    if !crashed.status.success() {
+        return Err(format!(
+            "{script} crash {instance}: {}",
+            String::from_utf8_lossy(&crashed.stderr)
+        )
+        .into());
+    }
+    let served = serves_again(env).await;
+    env.window.close();
+    served?;
+    victims.recovered_in(struck.elapsed());
+    Ok(())
+}
+
+/// Wait until a transaction on the steady load's pool takes the hot key
+/// and commits (at most 60 s).
+async fn serves_again(env: &Env) -> Result<(), BoxError> {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let attempt = async {
+            let txn = env.db.begin().await?;
+            env.locker.acquire(&txn, [hot().write()]).await?;
+            txn.commit().await?;
+            Ok::<_, BoxError>(())
+        };
+        match tokio::time::timeout(Duration::from_secs(5), attempt).await {
+            Ok(Ok(())) => return Ok(()),
+            _ if Instant::now() > until => {
+                return Err("the server did not serve again within 60 s of its restart".into());
+            }
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+/// A pool of four and a locker through `proxy`. Each connection a silent
+/// network leaves behind keeps its pool slot (sqlx pings or connects on
+/// it with no bound of its own) until its connect timeout: with a pool of
+/// two, MySQL 9's retries found no connection for 20 s.
+async fn through(
+    env: &Env,
+    proxy: &Proxy,
+    config: Config,
+    lease: Option<Duration>,
+) -> Result<(DatabaseConnection, Locker), BoxError> {
+    let url = env.server.workload_url_via(proxy.port());
+    let db = env.server.connect(&url, 4, lease).await?;
+    let locker = Locker::connect(&db, config).await?;
+    Ok((db, locker))
+}
+
+/// Victims retry for up to 20 s, each step answered within 1 s.
+fn retry_policy() -> Result<RetryPolicy, BoxError> {
+    Ok(RetryPolicy::default()
+        .with_max_attempts(50)
+        .with_backoff(Duration::from_millis(10), Duration::from_millis(200))
+        .with_deadline(Duration::from_secs(20))
+        .with_answer_timeout(Duration::from_secs(1))?)
+}
+
+/// A request that takes the hot key under `hierlock::retry`, and on its
+/// first attempt waits for the fault, then uses its connection again.
+struct Victim {
+    holding: oneshot::Receiver<i64>,
+    fault: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<u32, hierlock::Error>>,
+}
+
+impl Victim {
+    fn start(db: DatabaseConnection, locker: Locker, policy: RetryPolicy) -> Victim {
+        let (holding_tx, holding) = oneshot::channel();
+        let (fault, fault_rx) = watch::channel(false);
+        let holding_tx = Arc::new(Mutex::new(Some(holding_tx)));
+        let attempts = Arc::new(AtomicU32::new(0));
+        let task = tokio::spawn(async move {
+            hierlock::retry(&db, &policy, async move |txn| {
+                let attempt = attempts.fetch_add(1, Ordering::Relaxed) + 1;
+                locker.acquire(txn, [hot().write()]).await?;
+                let first = holding_tx.lock().expect("victim").take();
+                if let Some(holding) = first {
+                    let id = connection_id(txn).await?;
+                    let _ = holding.send(id);
+                    let mut fault = fault_rx.clone();
+                    drop(fault.wait_for(|done| *done).await);
+                    // The connection is gone (or silent): this must fail as
+                    // a lost connection, a silent one within the answer
+                    // timeout (the lock is this transaction's: no wait).
+                    locker
+                        .acquire_with(txn, [hot().write()], Wait::NoWait)
+                        .await?;
+                }
+                Ok(attempt)
+            })
+            .await
+        });
+        Victim {
+            holding,
+            fault,
+            task,
+        }
+    }
+
+    /// Wait until the victim holds the hot key; its connection's id.
+    async fn holding(&mut self) -> Result<i64, BoxError> {
+        let id = tokio::time::timeout(Duration::from_secs(20), &mut self.holding)
+            .await
+            .map_err(|_| "the victim did not take the hot key within 20 s")?
+            .map_err(|_| "the victim failed before it held the hot key")?;
+        Ok(id)
+    }
+
+    /// The fault is in place: the victim may use its connection again.
+    fn fault_done(&self) {
+        self.fault.send_replace(true);
+    }
+
+    /// Wait for the victim's end and count it; `since` is when the fault
+    /// struck.
+    async fn finish(self, since: Instant, victims: &mut Victims) -> Result<(), BoxError> {
+        let ended = tokio::time::timeout(Duration::from_secs(30), self.task)
+            .await
+            .map_err(|_| "the victim did not end within 30 s")??;
+        match ended {
+            Ok(attempt) => {
+                victims.recovered_in(since.elapsed());
+                victims.saw(format!("recovered on attempt {attempt}"), attempt > 1);
+            }
+            Err(e) => victims.saw(format!("{:?} ({})", e.kind(), e), false),
+        }
+        Ok(())
+    }
+}
+
+/// The server's id of the connection `txn` runs on (the backend's, through
+/// pgbouncer).
+async fn connection_id(txn: &impl ConnectionTrait) -> Result<i64, hierlock::Error> {
+    let backend = txn.get_database_backend();
+    let sql = match backend {
+        DbBackend::Postgres => "SELECT pg_backend_pid()::int8 AS id",
+        _ => "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id",
+    };
+    let row = txn
+        .query_one_raw(Statement::from_string(backend, sql))
+        .await?
+        .ok_or_else(|| hierlock::Error::from(sea_orm::DbErr::RecordNotFound("no id".into())))?;
+    Ok(row.try_get("", "id")?)
+}
