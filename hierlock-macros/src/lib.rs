@@ -149,8 +149,11 @@ pub fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// Inside the module, relations may name other entities by their `Entity`,
 /// as `sea-orm-cli` writes them: a protected one's is read as its `Table`.
-/// The module is in SeaORM's compact format (`#[sea_orm::model]` is
-/// refused, with the compact equivalent in the error), and an empty
+/// The module is in SeaORM's compact format or its dense one
+/// (`#[sea_orm::model]`: reads, `find_by_<unique key>` and
+/// `Entity::load()` as SeaORM's, `delete_by_<unique key>` with a proof,
+/// SeaORM's nested `ActiveModelEx` writes refused; its relation fields name
+/// other protected dense entities), and an empty
 /// `impl ActiveModelBehavior for ActiveModel {}` may stay. Migrating a
 /// generated entity set:
 /// [`docs/migrating.md`](https://github.com/hierlock/hierlock/blob/main/docs/migrating.md).

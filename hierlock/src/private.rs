@@ -21,6 +21,15 @@ pub use crate::guarantee::protect::{
 };
 pub use sea_orm;
 
+/// What a protected dense entity's module-local `sea_orm` resolves
+/// `TransactionTrait`, `Delete` and `ValidatedDeleteOne` to (see
+/// `hierlock/src/guarantee/dense.rs`).
+pub mod dense {
+    pub use crate::guarantee::dense::{
+        Delete, LinkWrite, RawWrite, TransactionTrait, ValidatedDeleteOne,
+    };
+}
+
 /// Take the locks of a `#[hierlocked]` call and prove them.
 ///
 /// # Errors
@@ -277,6 +286,16 @@ pub trait NoActiveModelWrite<E>: sealed::Guard {}
     note = "delete it in a `#[hierlocked]` method with the proof: `Entity::delete(model).exec(&lock)`"
 )]
 pub trait NoModelDelete<E>: sealed::Guard {}
+
+/// The bound of SeaORM's dense-format builders on a protected entity's
+/// `ActiveModel` (`builder()`, `into_ex()`, `From<ActiveModelEx>`): never
+/// met.
+#[diagnostic::on_unimplemented(
+    message = "`{E}` is protected: SeaORM's `ActiveModelEx` would write it and its related rows without a lock",
+    label = "a nested write with no lock proof",
+    note = "build the row as `ActiveModel {{ field: Set(..), ..Default::default() }}` and write it in a `#[hierlocked]` method with the proof: `Entity::insert(am).exec(&lock)` (`update`, `delete` likewise); write each related row the same way, one statement per row"
+)]
+pub trait NoNestedWrite<E>: sealed::Guard {}
 
 /// The bound of the writes of a protected entity's raw SeaORM entity
 /// (`Table`): never met.

@@ -23,13 +23,16 @@
 //! the type users name as `resource::Entity` / `resource::ActiveModel`.
 //! The sibling (rather than nested) module keeps the user's `super::` paths
 //! meaning what they meant.
+//!
+//! A dense entity (`#[sea_orm::model]`) gets a few more items in both
+//! modules: see `format::dense::sealed` and `format::dense::facade`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{Attribute, Ident, Item, ItemMod, Path, Type, UseTree};
 
 use super::behavior::is_empty_behavior;
-use super::format::compact::active_columns;
+use super::format::{self, compact::active_columns};
 use super::relations;
 
 /// The two modules replacing `module`.
@@ -38,6 +41,7 @@ pub(super) fn expand(
     level: &str,
     fields: &[Ident],
     version: Option<&Ident>,
+    dense: bool,
     module: ItemMod,
 ) -> TokenStream {
     let ItemMod {
@@ -49,9 +53,14 @@ pub(super) fn expand(
     } = module;
     let mut items = content.map(|(_, items)| items).unwrap_or_default();
     relations::rewrite(krate, &mut items);
+    if dense {
+        format::dense::rewrite::rewrite(&mut items);
+    }
     let sealed = format_ident!("__hierlock_{}", name);
     let sea_orm = quote!(#krate::__private::sea_orm);
-    let columns = active_columns(&items);
+    let mut columns = active_columns(&items);
+    // A dense `Model`'s relation fields are not columns.
+    columns.retain(|(_, ty)| !format::dense::is_relation(ty));
     // Both modules name SeaORM through hierlock (see `hijack`), so that
     // entity code needs no direct `sea-orm` dependency: the user's own
     // `use ..::sea_orm;` gives way.
@@ -64,14 +73,42 @@ pub(super) fn expand(
         .filter(|i| !imports_sea_orm(i) && !is_empty_behavior(i))
         .collect();
     let lint_attrs: Vec<&Attribute> = attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
-    let hijack = hijack(krate);
+    let hijack = hijack(krate, dense);
     let protect = protect_impl(krate, level, fields, version);
     let table_guards = table_guards(krate, &name);
     let facade_entity = facade_entity(krate, &name);
     let facade_active_model = facade_active_model(krate, &name, &sealed, &columns);
     let not_an_entity = not_an_entity(krate, &name);
     let relation_target = relation_target(krate);
-    let dense_placeholders = dense_placeholders(&name, &defined_names(&items));
+    // A compact facade answers SeaORM's dense names with errors; a dense
+    // one has them (see `format::dense::facade`).
+    let dense_items = if dense {
+        let keys = format::compact::model(&items)
+            .map(format::dense::keys::unique_keys)
+            .unwrap_or_default();
+        format::dense::facade::items(krate, &name, &sealed, &keys)
+    } else {
+        dense_placeholders(&name, &defined_names(&items))
+    };
+    // The dense nested writes call `into_active_model()` on related rows and
+    // need SeaORM's (diverted) conversion to the raw active model, not this
+    // one; a dense row converts with `ActiveModel::from(model)`.
+    let into_active_model = if dense {
+        TokenStream::new()
+    } else {
+        quote! {
+            /// This row as a protected active model, to change and write
+            /// with `Entity::update(am).exec(&lock)`.
+            pub fn into_active_model(self) -> super::#name::ActiveModel {
+                ::core::convert::From::from(self)
+            }
+        }
+    };
+    let dense_shadows = if dense {
+        format::dense::sealed::shadows(krate)
+    } else {
+        TokenStream::new()
+    };
     quote! {
         #(#attrs)*
         #vis mod #name {
@@ -96,7 +133,7 @@ pub(super) fn expand(
             #facade_entity
             #not_an_entity
             #relation_target
-            #dense_placeholders
+            #dense_items
             #facade_active_model
         }
 
@@ -110,13 +147,10 @@ pub(super) fn expand(
 
             #protect
             #table_guards
+            #dense_shadows
 
             impl Model {
-                /// This row as a protected active model, to change and write
-                /// with `Entity::update(am).exec(&lock)`.
-                pub fn into_active_model(self) -> super::#name::ActiveModel {
-                    ::core::convert::From::from(self)
-                }
+                #into_active_model
 
                 /// Not available on a protected entity: it would delete the
                 /// row without a lock. Use `Entity::delete(model).exec(&lock)`.
@@ -142,12 +176,21 @@ pub(super) fn expand(
 /// give SeaORM a way from a `Model` read from the database to an active
 /// model it would write without a lock (`Insert::one(model)`,
 /// `model.into_active_model().save(db)`, `ModelTrait::delete(model, db)`).
-fn hijack(krate: &Path) -> TokenStream {
+///
+/// A dense entity's module also redirects the names its nested writes and
+/// `delete_by_<key>` resolve through (see `format::dense::sealed`).
+fn hijack(krate: &Path, dense: bool) -> TokenStream {
+    let dense = if dense {
+        format::dense::sealed::sea_orm_names(krate)
+    } else {
+        TokenStream::new()
+    };
     quote! {
         #[allow(unused_imports)]
         mod sea_orm {
             pub use #krate::__private::sea_orm::*;
             pub use #krate::__private::IntoActiveModel;
+            #dense
         }
     }
 }

@@ -4,8 +4,8 @@
 //! The steps: [`args`] parses the arguments, [`validate`] checks them
 //! against the module's items into an [`Entity`] (reporting every mistake),
 //! and [`facade`] replaces the module by a facade over the sealed SeaORM
-//! entity. SeaORM's entity formats, the one taken and the one refused, are
-//! in [`mod@format`]; [`relations`] rewrites the relations that name other
+//! entity. SeaORM's entity formats, compact and dense, are in
+//! [`mod@format`]; [`relations`] rewrites the relations that name other
 //! entities.
 
 mod args;
@@ -48,6 +48,7 @@ pub(crate) fn protected(args: TokenStream, item: TokenStream) -> TokenStream {
             entity.level,
             &entity.fields,
             entity.version.as_ref(),
+            entity.dense,
             module,
         ),
         Err(err) => item_with_error(with_behavior(module, &krate), err),

@@ -19,6 +19,8 @@ pub(super) struct Entity {
     pub(super) fields: Vec<Ident>,
     /// The version field, for optimistic locking.
     pub(super) version: Option<Ident>,
+    /// `Model` is in SeaORM's dense format (`#[sea_orm::model]`).
+    pub(super) dense: bool,
 }
 
 const LEVELS: &[&str] = &["user", "account", "resource"];
@@ -77,12 +79,10 @@ impl Entity {
             );
             return Err(ctxt.check().err().unwrap_or_else(unreported));
         };
-        check_items(
-            items,
-            &module.ident,
-            &[&user, &account, &resource, &version],
-            &mut ctxt,
-        );
+        check_items(items, &[&user, &account, &resource, &version], &mut ctxt);
+        let dense = compact::model(items)
+            .and_then(dense::dense_attr)
+            .is_some_and(|(_, compact_model)| !compact_model);
         ctxt.check()?;
         let depth = depth.ok_or_else(unreported)?;
         let fields = keys[..=depth]
@@ -94,6 +94,7 @@ impl Entity {
             level: ["UserLevel", "AccountLevel", "ResourceLevel"][depth],
             fields,
             version: version.get().cloned(),
+            dense,
         })
     }
 }
@@ -129,14 +130,15 @@ const BEHAVIOR_WITH_HOOKS: &str = "remove this `impl ActiveModelBehavior`: prote
      its hooks (#[protected] implements an empty one; SeaORM requires one)\n\
      help: do that work in the #[hierlocked] method that writes the row";
 
-/// The module holds a compact `Model` with the named fields (IDs and
-/// version), and no behavior with hooks.
-fn check_items(items: &[Item], module: &Ident, keys: &[&Slot<Ident>], ctxt: &mut Ctxt) {
+/// The module holds a `Model` (compact or dense, not
+/// `#[sea_orm::compact_model]`) with the named fields (IDs and version), and
+/// no behavior with hooks.
+fn check_items(items: &[Item], keys: &[&Slot<Ident>], ctxt: &mut Ctxt) {
     match compact::model(items) {
         Some(model) => {
             check_fields(model, keys, ctxt);
-            if let Some((attr, compact_model)) = dense::dense_attr(model) {
-                ctxt.error_spanned(attr, dense::refusal(model, compact_model, &module.to_string()));
+            if let Some((attr, true)) = dense::dense_attr(model) {
+                ctxt.error_spanned(attr, dense::COMPACT_MODEL_REFUSAL);
             }
         }
         None => ctxt.error(

@@ -4,3 +4,4 @@
 pub mod proof;
 pub(crate) mod protect;
 pub(crate) mod facade;
+pub(crate) mod dense;

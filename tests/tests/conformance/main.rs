@@ -8,6 +8,7 @@
 
 mod cancel;
 mod deadlock;
+mod dense;
 mod errors;
 mod faults;
 mod handle;
@@ -67,6 +68,8 @@ macro_rules! common_tests {
             protected::protected_update_many_and_delete_many_within_the_proof,
             protected::protected_update_many_and_delete_many_beyond_the_proof_are_refused,
             protected::protected_update_many_and_delete_many_past_one_statement,
+            dense::dense_protected_flat_writes_with_a_proof,
+            dense::dense_protected_uncovered_writes_are_not_covered,
             write_statements::protected_writes_send_the_statements_seaorms_own_writes_send,
             write_statements::protected_bulk_writes_take_two_statements_whatever_the_rows,
             typed_coverage::integer_ids_are_covered_by_the_nodes_their_text_names,

@@ -1,6 +1,7 @@
 //! SeaORM 2's entity formats, told apart by `Model`'s attributes:
-//! [`compact`] is the one `#[protected]` takes; [`dense`] is refused, with
-//! its compact equivalent spelled out.
+//! [`compact`] (`#[derive(DeriveEntityModel)]` with a `Relation` enum) and
+//! [`dense`] (`#[sea_orm::model]`, relations as fields) are both taken; the
+//! dense one with its extra write paths sealed.
 
 pub(super) mod compact;
 pub(super) mod dense;

@@ -1,5 +1,8 @@
 //! `#[protected]` on a dense-format entity (`sea-orm-cli generate entity
-//! --entity-format dense`): refused, with the compact format written out.
+//! --entity-format dense`) whose relation field names a plain entity: the
+//! relation fields of a protected dense entity are pointed at the other
+//! side's sealed module (`super::__hierlock_user`), which only a protected
+//! entity has. Protect `user` too, or relate to it with `impl Related`.
 
 #[hierlock::protected(level = account, user = user_id, account = id)]
 pub mod account {
@@ -12,12 +15,8 @@ pub mod account {
         #[sea_orm(primary_key)]
         pub id: i32,
         pub user_id: i32,
-        #[sea_orm(unique)]
-        pub name: String,
-        #[sea_orm(belongs_to, from = "user_id", to = "id", on_delete = "Cascade")]
+        #[sea_orm(belongs_to, from = "user_id", to = "id")]
         pub user: HasOne<super::user::Entity>,
-        #[sea_orm(has_many)]
-        pub resources: HasMany<super::resource::Entity>,
     }
 
     impl ActiveModelBehavior for ActiveModel {}
@@ -32,25 +31,6 @@ pub mod user {
     pub struct Model {
         #[sea_orm(primary_key)]
         pub id: i32,
-        #[sea_orm(has_many)]
-        pub accounts: HasMany<super::account::Entity>,
-    }
-
-    impl ActiveModelBehavior for ActiveModel {}
-}
-
-pub mod resource {
-    use sea_orm::entity::prelude::*;
-
-    #[sea_orm::model]
-    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-    #[sea_orm(table_name = "resource")]
-    pub struct Model {
-        #[sea_orm(primary_key)]
-        pub id: i32,
-        pub account_id: i32,
-        #[sea_orm(belongs_to, from = "account_id", to = "id")]
-        pub account: HasOne<super::account::Entity>,
     }
 
     impl ActiveModelBehavior for ActiveModel {}

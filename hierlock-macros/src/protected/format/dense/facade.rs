@@ -1,0 +1,152 @@
+//! The facade of a protected dense entity: SeaORM's dense reads under the
+//! names SeaORM gives them, and its nested builders refused.
+//!
+//! The facade re-exports the sealed module (`ModelEx`, `EntityLoader`,
+//! `COLUMN`, `Relation`, ..), and adds on its `Entity` what the dense
+//! derive puts on SeaORM's: `COLUMN`, `load()`, `find_by_<key>` and
+//! `delete_by_<key>`, the last a protected delete. `ActiveModelEx` is a
+//! placeholder whose every use says how to write instead (its `save`
+//! writes related rows), and so are `ActiveModel::builder()`,
+//! `ActiveModel::into_ex()`, the conversion of an `ActiveModelEx` into the
+//! facade's `ActiveModel` (which `Entity::insert(..)` takes), and SeaORM's
+//! `IntoActiveModel` for `ModelEx` (which `Insert::one`, `Delete::one`
+//! take): SeaORM's own impl is diverted with the compact `IntoActiveModel`,
+//! and this one, under a bound nothing meets, puts the way to write in
+//! rustc's error.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::{Ident, Path};
+
+use super::keys::UniqueKey;
+
+/// The dense items of the facade module `name`.
+pub(in crate::protected) fn items(
+    krate: &Path,
+    name: &Ident,
+    sealed: &Ident,
+    keys: &[UniqueKey],
+) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let by_key = keys.iter().map(|key| {
+        let find = format_ident!("find_by_{}", key.name);
+        let delete = format_ident!("delete_by_{}", key.name);
+        let types = &key.types;
+        let param = match types.as_slice() {
+            [one] => quote!(v: impl ::core::convert::Into<#one>),
+            _ => quote!(v: (#(#types),*)),
+        };
+        let find_doc = format!(
+            "`SELECT` the row whose unique key `{}` is `v` (SeaORM's dense `find_by_{}`).",
+            key.name, key.name
+        );
+        let delete_doc = format!(
+            "Delete the row whose unique key `{}` is `v`: `.exec(&lock)` reads it `FOR UPDATE` and \
+             refuses (`NotCovered`, nothing deleted) if the proof does not cover it.",
+            key.name
+        );
+        quote! {
+            #[doc = #find_doc]
+            pub fn #find(#param) -> #sea_orm::Select<Table> {
+                Table::#find(v)
+            }
+
+            #[doc = #delete_doc]
+            pub fn #delete(#param) -> #krate::ProtectedDeleteMany<Table> {
+                Table::#delete(v)
+            }
+        }
+    });
+    let message = format!(
+        "`{name}::ActiveModelEx` is not available on a protected entity: its `save`, `insert`, `update` \
+         and `delete` write related rows without a lock"
+    );
+    let label = "SeaORM's nested active model of a protected entity";
+    let note = format!(
+        "build the row as `{name}::ActiveModel {{ field: Set(..), ..Default::default() }}` and write it in a \
+         `#[hierlocked]` method with the proof: `{name}::Entity::insert(am).exec(&lock)` (`update`, \
+         `delete` likewise); write each related row the same way, one statement per row"
+    );
+    let guard = quote!(&'__hierlock (): #krate::__private::NoNestedWrite<Entity>);
+    quote! {
+        impl Entity {
+            /// The typed columns (SeaORM's dense `Entity::COLUMN`).
+            pub const COLUMN: TypedColumn = COLUMN;
+
+            /// Load rows with their related rows (SeaORM's dense
+            /// `Entity::load()`): a read; name the related entities by their
+            /// `Table` in `.with(..)`.
+            pub fn load() -> EntityLoader {
+                Table::load()
+            }
+
+            #(#by_key)*
+        }
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+        pub trait __hierlock_NoActiveModelEx {
+            type Never;
+        }
+
+        impl __hierlock_NoActiveModelEx for __hierlock_Unmet {
+            type Never = __hierlock_Unmet;
+        }
+
+        #[doc(hidden)]
+        pub type ActiveModelEx = <&'static () as __hierlock_NoActiveModelEx>::Never;
+
+        impl ActiveModel {
+            /// Not available on a protected entity: SeaORM's builder makes an
+            /// `ActiveModelEx`, whose `save` writes related rows without a
+            /// lock. Build `ActiveModel { .. }` and write it with
+            /// `Entity::insert(am).exec(&lock)`.
+            pub fn builder<'__hierlock>() -> Self
+            where
+                #guard,
+            {
+                #krate::__private::unreachable_write()
+            }
+
+            /// Not available on a protected entity: see [`ActiveModel::builder`].
+            pub fn into_ex<'__hierlock>(self) -> Self
+            where
+                #guard,
+            {
+                #krate::__private::unreachable_write()
+            }
+        }
+
+        impl super::#sealed::ModelEx {
+            /// Not available on a protected entity: SeaORM's `ActiveModelEx`
+            /// writes related rows without a lock. Use `ActiveModel::from(model)`
+            /// and `Entity::update(am).exec(&lock)`.
+            pub fn into_active_model<'__hierlock>(self) -> super::#sealed::ActiveModelEx
+            where
+                #guard,
+            {
+                #krate::__private::unreachable_write()
+            }
+        }
+
+        impl<'__hierlock> #sea_orm::IntoActiveModel<super::#sealed::ActiveModelEx>
+            for super::#sealed::ModelEx
+        where
+            #guard,
+        {
+            fn into_active_model(self) -> super::#sealed::ActiveModelEx {
+                #krate::__private::unreachable_write()
+            }
+        }
+
+        impl<'__hierlock> ::core::convert::From<super::#sealed::ActiveModelEx> for ActiveModel
+        where
+            #guard,
+        {
+            fn from(_: super::#sealed::ActiveModelEx) -> Self {
+                #krate::__private::unreachable_write()
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! `establish_links` (SeaORM's junction inserts of a many-to-many relation)
+//! on a protected dense entity's `ActiveModelEx`: does not compile.
+
+#[path = "../support/dense.rs"]
+mod dense;
+
+use dense::{resource, resource_tag, tag};
+use hierlock::sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
+
+/// SeaORM's `ActiveModelEx` of the entity, reached through its `Table`.
+type ActiveModelEx = <resource::Table as EntityTrait>::ActiveModelEx;
+
+async fn write(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    if let Some(row) = resource::Entity::load().one(txn).await? {
+        let tags: Vec<<tag::Table as EntityTrait>::ActiveModelEx> = Vec::new();
+        ActiveModelEx::from(row)
+            .establish_links(resource_tag::Table, &tags, true, txn)
+            .await?;
+    }
+    Ok(())
+}
+
+fn main() {
+    let _ = write;
+}
