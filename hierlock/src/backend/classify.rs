@@ -110,6 +110,21 @@ pub(crate) fn is_not_supported(err: &DbErr) -> bool {
     }
 }
 
+/// Whether `err` says the server is read-only now: MySQL's 1290
+/// (ER_OPTION_PREVENTS_STATEMENT: `--read-only`, `--super-read-only`) and
+/// 1836 (ER_READ_ONLY_MODE), PostgreSQL's 25006 (read_only_sql_transaction).
+/// On a lock statement this is a replica, or a primary demoted since the
+/// pool connected to it (a Group Replication primary switch, a failover
+/// behind a router): its locks would not exclude the new primary's.
+pub(crate) fn is_read_only(err: &DbErr) -> bool {
+    database_error(err).and_then(server_code).is_some_and(|code| {
+        matches!(
+            code,
+            ServerCode::MySql(1290 | 1836) | ServerCode::Postgres("25006")
+        )
+    })
+}
+
 /// Whether `err` says the connection is gone (and its transaction with it):
 /// the server went away, closed or killed the connection, or shut down.
 pub(crate) fn is_connection_lost(err: &DbErr) -> bool {

@@ -9,7 +9,9 @@ use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement};
 use tokio::time::Instant;
 
 use super::cancel::{CancelOnDrop, Canceller, Fence, Waiter};
-use super::classify::{Conflict, classify, is_missing_table, lock_memory_full_hint};
+use super::classify::{
+    Conflict, classify, is_missing_table, is_read_only, lock_memory_full_hint,
+};
 use super::dialect::Dialect;
 use crate::config::Wait;
 use crate::error::{Error, Result, TxnState};
@@ -118,7 +120,10 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         if let Some(guard) = guard {
             guard.disarm();
         }
-        let outcome = outcome.map_err(|e| self.conflict(e, partial));
+        let outcome = match outcome {
+            Err(e) if is_read_only(&e) => Err(self.demoted(e).await),
+            outcome => outcome.map_err(|e| self.conflict(e, partial)),
+        };
         if !matches!(&outcome, Err(e) if e.kind() == crate::error::ErrorKind::ConnectionLost) {
             self.release(fence).await;
         }
@@ -140,6 +145,32 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         );
         if let Err(error) = self.conn.execute_raw(stmt).await {
             tracing::debug!(%error, "hierlock could not release a lock statement's fence");
+        }
+    }
+
+    /// The server refused a lock statement because it is read-only now (see
+    /// [`is_read_only`]): the connection no longer reaches the primary, and
+    /// the pool would hand it out again (it answers its ping). End its
+    /// session, so that the pool drops it and the next transaction opens a
+    /// new connection (through a router, to the new primary), and report a
+    /// lost connection: retryable, the transaction gone.
+    async fn demoted(&self, err: DbErr) -> Error {
+        let end = match self.dialect {
+            Dialect::Postgres => "SELECT pg_terminate_backend(pg_backend_pid())",
+            _ => "KILL CONNECTION_ID()",
+        };
+        let stmt = Statement::from_string(self.dialect.backend(), end);
+        // Its answer is the end of the connection: an error, or none.
+        let _ = tokio::time::timeout(DRAIN_TIMEOUT, self.conn.execute_raw(stmt)).await;
+        Error::ConnectionLost {
+            doing: format!(
+                "acquiring {}: the server is read-only (a replica, or a primary demoted \
+                 since this connection was opened), so its locks would not exclude the \
+                 primary's; hierlock ended this connection so that the pool opens a new one",
+                self.what()
+            ),
+            txn_state: TxnState::Lost,
+            source: err,
         }
     }
 

@@ -4,15 +4,17 @@
 //!
 //! ```sh
 //! cargo run --release -p hierlock-tests --bin chaos -- \
-//!     [--server mariadb,mysql,postgres,postgres-buckets,pgbouncer,mariadb-own,postgres-own] \
-//!     [--fault storm,burst,kill,reset,silent,crash] [--rounds 10] [--tasks 8]
+//!     [--server mariadb,mysql,postgres,postgres-buckets,pgbouncer,mariadb-own,postgres-own,group-replication] \
+//!     [--fault storm,burst,kill,reset,silent,crash,primary] [--rounds 10] [--tasks 8]
 //! ```
 //!
 //! The servers are the suite's (`tests/run` starts them; the same
 //! `HIERLOCK_*_URL` variables choose others), and the run's own, which it
 //! crashes (`mariadb-own`, `postgres-own`: `tests/clusters/instances.sh
-//! start`; crashes run only there, the other faults only on the shared
-//! ones). Exits non-zero if any phase saw a bystander error, an unexpected
+//! start`; crashes run only there), and the Group Replication group
+//! (`tests/clusters/group-replication.sh start`; its primary is killed,
+//! through a router that follows the primary). The other faults run on the
+//! shared single servers. Exits non-zero if any phase saw a bystander error, an unexpected
 //! victim outcome or a broken invariant.
 
 use std::process::ExitCode;
@@ -25,19 +27,20 @@ use hierlock_tests::chaos::{self, Fault, Options, Server};
 #[command(about = "Faults under load: what reaches the requests they were not aimed at")]
 struct Args {
     /// Servers to run on, comma-separated: mariadb, mysql, postgres,
-    /// postgres-buckets, pgbouncer, mariadb-own, postgres-own.
+    /// postgres-buckets, pgbouncer, mariadb-own, postgres-own,
+    /// group-replication.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "mariadb,mysql,postgres,postgres-buckets,pgbouncer,mariadb-own,postgres-own"
+        default_value = "mariadb,mysql,postgres,postgres-buckets,pgbouncer,mariadb-own,postgres-own,group-replication"
     )]
     server: Vec<String>,
     /// Faults to inject, comma-separated: storm, burst, kill, reset,
-    /// silent, crash.
+    /// silent, crash, primary.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "storm,burst,kill,reset,silent,crash"
+        default_value = "storm,burst,kill,reset,silent,crash,primary"
     )]
     fault: Vec<String>,
     /// Rounds of each fault.
@@ -46,6 +49,9 @@ struct Args {
     /// Tellers of the steady load.
     #[arg(long, default_value_t = 8)]
     tasks: usize,
+    /// After the table, every bystander error in full.
+    #[arg(long)]
+    errors: bool,
 }
 
 #[tokio::main]
@@ -93,6 +99,9 @@ async fn main() -> ExitCode {
         );
     }
     print!("{}", chaos::table(&phases));
+    if args.errors {
+        print!("{}", chaos::bystander_errors(&phases));
+    }
     if phases.iter().all(chaos::Phase::held) {
         ExitCode::SUCCESS
     } else {

@@ -39,17 +39,21 @@ pub enum Fault {
     /// The server killed (`kill -9`) and started again, under load: only
     /// the chaos run's own servers.
     Crash,
+    /// A Group Replication group's primary killed (`kill -9`) under load,
+    /// then put back: only the group.
+    PrimaryKill,
 }
 
 impl Fault {
     /// Every fault, in the order a run injects them.
-    pub const ALL: [Fault; 6] = [
+    pub const ALL: [Fault; 7] = [
         Fault::Storm,
         Fault::Burst,
         Fault::Kill,
         Fault::Reset,
         Fault::Silence,
         Fault::Crash,
+        Fault::PrimaryKill,
     ];
 
     /// The name the command line takes and the table prints.
@@ -61,6 +65,18 @@ impl Fault {
             Fault::Reset => "network reset",
             Fault::Silence => "silent network",
             Fault::Crash => "server crash",
+            Fault::PrimaryKill => "primary kill",
+        }
+    }
+
+    /// Whether the fault runs on `server`: a crash only on the run's own
+    /// servers, a primary kill only on the group, the others only on the
+    /// shared single servers.
+    pub fn runs_on(self, server: Server) -> bool {
+        match self {
+            Fault::Crash => server.own_instance().is_some(),
+            Fault::PrimaryKill => server == Server::GroupReplication,
+            _ => server.own_instance().is_none() && server != Server::GroupReplication,
         }
     }
 
@@ -164,6 +180,7 @@ pub(super) async fn inject(fault: Fault, env: &Env, victims: &mut Victims) -> Re
         Fault::Reset => reset(env, victims).await,
         Fault::Silence => silence(env, victims).await,
         Fault::Crash => crash(env, victims).await,
+        Fault::PrimaryKill => primary_kill(env, victims).await,
     }
 }
 
@@ -325,6 +342,57 @@ async fn crash(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
     served?;
     victims.recovered_in(struck.elapsed());
     Ok(())
+}
+
+/// How long a primary kill's window stays open once the group is back.
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// Kill the group's primary (`kill -9`) while the steady load runs through
+/// the router; the window stays open until a transaction commits on the new
+/// primary, and while the group is put back (the old primary rejoins and is
+/// made primary again: a planned switch).
+async fn primary_kill(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clusters/group-replication.sh");
+    let group = |args: &'static [&'static str]| async move {
+        let out = tokio::process::Command::new("bash")
+            .arg(script)
+            .args(args)
+            .output()
+            .await?;
+        if out.status.success() {
+            Ok::<_, BoxError>(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        } else {
+            Err(format!(
+                "{script} {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into())
+        }
+    };
+    let primary = group(&["primary"]).await?;
+    let kill: &'static [&'static str] = match primary.as_str() {
+        "1" => &["kill", "1"],
+        "2" => &["kill", "2"],
+        "3" => &["kill", "3"],
+        other => return Err(format!("no primary to kill: `{other}`").into()),
+    };
+    env.window.open();
+    let struck = Instant::now();
+    let outcome = async {
+        group(kill).await?;
+        serves_again(env).await?;
+        victims.recovered_in(struck.elapsed());
+        group(&["start"]).await?;
+        serves_again(env).await?;
+        // The pool's connections to the member demoted by the switch back
+        // each fail their next lock statement once (hierlock ends them, and
+        // the request is retried): let the load reach them all first.
+        tokio::time::sleep(SETTLE).await;
+        Ok::<_, BoxError>(())
+    }
+    .await;
+    env.window.close();
+    outcome
 }
 
 /// Wait until a transaction on the steady load's pool takes the hot key

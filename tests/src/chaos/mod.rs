@@ -14,6 +14,7 @@
 
 mod faults;
 mod load;
+mod router;
 mod server;
 mod table;
 
@@ -29,10 +30,39 @@ use sea_orm::DbBackend;
 
 pub use self::faults::{Fault, Sizes, Victims};
 pub use self::server::Server;
-pub use self::table::table;
+pub use self::table::{bystander_errors, table};
 
 use self::faults::Env;
 use self::load::{Load, Window};
+use self::router::Router;
+
+/// One chaos run at a time on the Group Replication group, in this process
+/// (the lock port keeps other processes' group tests out).
+static GROUP_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A pool through the router, once it knows the primary (at most 10 s).
+async fn connect_when_routed(
+    server: Server,
+    url: &str,
+) -> Result<sea_orm::DatabaseConnection, BoxError> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let probe = sea_orm::Statement::from_string(DbBackend::MySql, "SELECT 1");
+        let routed = match server.connect(url, 4, None).await {
+            Ok(db) => sea_orm::ConnectionTrait::execute_raw(&db, probe)
+                .await
+                .map(|_| db),
+            Err(e) => Err(e),
+        };
+        match routed {
+            Ok(db) => return Ok(db),
+            Err(e) if Instant::now() > until => {
+                return Err(format!("the router found no primary within 10 s: {e}").into());
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
 
 /// Errors that stop a run (setup, a server gone for good).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -171,7 +201,25 @@ fn error_kind(label: &str) -> &str {
 /// faults do to requests is counted in the phases, not returned.
 pub async fn run(server: Server, options: &Options) -> Result<Vec<Phase>, BoxError> {
     let options = &options.fitted(server);
-    let side = server.connect_direct(4).await?;
+    // The group, one run at a time with its own tests, through a router
+    // that follows its primary (also for the checks, which must read the
+    // primary's rows).
+    let _group = match server.group_members() {
+        Some(_) => Some(crate::cluster::exclusive(&GROUP_TURN, "127.0.0.1:4598").await),
+        None => None,
+    };
+    let router = match server.group_members() {
+        Some(members) => Some(Router::start(members).await?),
+        None => None,
+    };
+    let workload_url = match &router {
+        Some(router) => server.workload_url_via(router.port()),
+        None => server.workload_url(),
+    };
+    let side = match &router {
+        Some(_) => connect_when_routed(server, &workload_url).await?,
+        None => server.connect_direct(4).await?,
+    };
     let config = server.config();
     entity::create_tables(&side).await?;
     let mut rng = Rng::new(options.load.seed);
@@ -187,7 +235,7 @@ pub async fn run(server: Server, options: &Options) -> Result<Vec<Phase>, BoxErr
     let pool =
         options.load.tasks * 2 + options.sizes.burst_width.max(options.sizes.storm_width) + 4;
     let db = server
-        .connect(&server.workload_url(), u32::try_from(pool)?, None)
+        .connect(&workload_url, u32::try_from(pool)?, None)
         .await?;
     let locker = Locker::connect(&db, config).await?;
     let env = Env {
@@ -203,12 +251,7 @@ pub async fn run(server: Server, options: &Options) -> Result<Vec<Phase>, BoxErr
     let mut total = Tally::default();
     let mut bystanders_failed = 0;
     let mut phases = Vec::new();
-    // A crash only on the run's own servers, and there nothing else.
-    let faults = options
-        .faults
-        .iter()
-        .copied()
-        .filter(|&f| (f == Fault::Crash) == server.own_instance().is_some());
+    let faults = options.faults.iter().copied().filter(|f| f.runs_on(server));
     for fault in std::iter::once(None).chain(faults.map(Some)) {
         let started = Instant::now();
         let load = Load::start(

@@ -26,11 +26,15 @@ pub enum Server {
     MariaDbOwn,
     /// The chaos run's own PostgreSQL, advisory locks, which it crashes.
     PostgresOwn,
+    /// The MySQL Group Replication group (`tests/clusters/group-replication.sh`),
+    /// single-primary, reached through a router to its primary; the run
+    /// kills the primary.
+    GroupReplication,
 }
 
 impl Server {
     /// Every target, in the order a full run visits them.
-    pub const ALL: [Server; 7] = [
+    pub const ALL: [Server; 8] = [
         Server::MariaDb,
         Server::MySql,
         Server::Postgres,
@@ -38,6 +42,7 @@ impl Server {
         Server::Pgbouncer,
         Server::MariaDbOwn,
         Server::PostgresOwn,
+        Server::GroupReplication,
     ];
 
     /// The name the command line takes and the table prints.
@@ -50,7 +55,15 @@ impl Server {
             Server::Pgbouncer => "pgbouncer",
             Server::MariaDbOwn => "mariadb-own",
             Server::PostgresOwn => "postgres-own",
+            Server::GroupReplication => "group-replication",
         }
+    }
+
+    /// The Group Replication members' URLs, for the group; `None` for the
+    /// other targets.
+    pub fn group_members(self) -> Option<Vec<String>> {
+        (self == Server::GroupReplication)
+            .then(|| crate::cluster::urls("HIERLOCK_GROUP_URLS", [3330, 3331, 3332], "members"))
     }
 
     /// For the chaos run's own servers, the name `instances.sh crash`
@@ -87,6 +100,9 @@ impl Server {
                 "HIERLOCK_POSTGRES_URL",
                 "postgres://postgres@127.0.0.1:5432/test",
             ),
+            // Reached through the run's router; the first member's URL
+            // names the user and database.
+            Server::GroupReplication => ("HIERLOCK_GROUP_URL", "mysql://root@127.0.0.1:3330/test"),
             Server::MariaDbOwn => (
                 "HIERLOCK_OWN_MARIADB_URL",
                 "mysql://root@127.0.0.1:3340/test",

@@ -63,3 +63,16 @@ pub fn table(phases: &[Phase]) -> String {
     }
     out
 }
+
+/// Every bystander error of `phases` in full, one line per kind and phase:
+/// what the table's summary stands for.
+pub fn bystander_errors(phases: &[Phase]) -> String {
+    let mut out = String::new();
+    for phase in phases {
+        for (label, n) in &phase.bystanders.errors {
+            let fault = phase.fault.map_or("none (steady)", |f| f.name());
+            let _ = writeln!(out, "{} / {fault}: {n} x {label}", phase.server.name());
+        }
+    }
+    out
+}

@@ -2,15 +2,20 @@
 //! shared server, the bank's steady load sees no error while cancel
 //! storms, deadline bursts, kills, resets and silent networks hit requests
 //! of their own, and every victim gets what its fault promises; on the
-//! run's own servers (`tests/clusters/instances.sh`), crashes under load.
+//! run's own servers (`tests/clusters/instances.sh`), crashes under load;
+//! on the Group Replication group, a primary killed under load.
 //! The bank's invariants hold after every phase.
 
 use hierlock_tests::chaos::{self, Options, Phase, Server};
 
 async fn short_run(servers: &[Server]) {
+    short_run_with(servers, &Options::short()).await;
+}
+
+async fn short_run_with(servers: &[Server], options: &Options) {
     let mut phases: Vec<Phase> = Vec::new();
     for &server in servers {
-        let done = chaos::run(server, &Options::short())
+        let done = chaos::run(server, options)
             .await
             .unwrap_or_else(|e| panic!("chaos run on {}: {e}", server.name()));
         phases.extend(done);
@@ -48,6 +53,16 @@ async fn mariadb_crashes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_crashes() {
     short_run(&[Server::PostgresOwn]).await;
+}
+
+/// One failover (about 22 s) and the group put back: a round is a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mysql_group_replication_primary_kill() {
+    let options = Options {
+        rounds: 1,
+        ..Options::short()
+    };
+    short_run_with(&[Server::GroupReplication], &options).await;
 }
 
 /// The three share PostgreSQL's `test` database (the bank's tables), so
