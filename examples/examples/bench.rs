@@ -24,7 +24,9 @@
 //! against a lock held across read-modify-write), `recipe` (the main
 //! recipe, a `#[hierlocked]` method writing a `#[protected]` entity with
 //! `exec(&lock)`, against SeaORM's own `am.update` under the same lock and
-//! the floor, 1 and 16 clients), `false-conflicts`
+//! the floor, 1 and 16 clients), `nested` (a nested save of a dense entity,
+//! an account and its resources, with the proof against SeaORM's own nested
+//! save under the same lock, 1 and 16 clients), `false-conflicts`
 //! (bucket collisions against the birthday bound; no server needed). The
 //! tables it creates are named `hlbench_*`.
 
@@ -73,6 +75,7 @@ enum Workload {
     Subtree,
     Versions,
     Recipe,
+    Nested,
     FalseConflicts,
     All,
 }
@@ -127,6 +130,9 @@ async fn main() -> Result<(), BoxError> {
     }
     if runs(Workload::Recipe) {
         bench::recipe::run(&bench).await?;
+    }
+    if runs(Workload::Nested) {
+        bench::nested::run(&bench).await?;
     }
     if runs(Workload::FalseConflicts) {
         bench::false_conflicts::run(args.quick);

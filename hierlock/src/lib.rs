@@ -76,6 +76,7 @@ with_a_backend! {
     pub use __private::AsTransaction;
     pub use hierlock_macros::{hierlocked, protected};
     pub use proof::{HasLocker, Locked};
+    pub use guarantee::dense::NestedTxn;
     pub use guarantee::protect::{
         INITIAL_VERSION, IdValue, Protect, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert,
         ProtectedInsertMany, ProtectedUpdate, ProtectedUpdateMany, ProtectedUpsert, VersionNumber,

@@ -26,7 +26,8 @@ pub use sea_orm;
 /// `hierlock/src/guarantee/dense.rs`).
 pub mod dense {
     pub use crate::guarantee::dense::{
-        Delete, LinkWrite, RawWrite, TransactionTrait, ValidatedDeleteOne,
+        Delete, LinkWrite, NestedFuture, NestedTxn, RawWrite, TransactionTrait,
+        ValidatedDeleteOne, delete, insert, links, update,
     };
 }
 

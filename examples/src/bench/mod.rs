@@ -10,6 +10,7 @@
 pub mod counters;
 pub mod cpu;
 pub mod false_conflicts;
+pub mod nested;
 pub mod provision;
 pub mod recipe;
 pub mod rng;

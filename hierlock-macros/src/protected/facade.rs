@@ -53,9 +53,11 @@ pub(super) fn expand(
     } = module;
     let mut items = content.map(|(_, items)| items).unwrap_or_default();
     relations::rewrite(krate, &mut items);
-    if dense {
-        format::dense::rewrite::rewrite(&mut items);
-    }
+    let aliases = if dense {
+        format::dense::rewrite::rewrite(&mut items)
+    } else {
+        Vec::new()
+    };
     let sealed = format_ident!("__hierlock_{}", name);
     let sea_orm = quote!(#krate::__private::sea_orm);
     let mut columns = active_columns(&items);
@@ -105,7 +107,7 @@ pub(super) fn expand(
         }
     };
     let dense_shadows = if dense {
-        format::dense::sealed::shadows(krate)
+        format::dense::sealed::shadows(krate, &aliases)
     } else {
         TokenStream::new()
     };

@@ -10,28 +10,80 @@
 //! path relative to the module, so `#[protected]`'s module-local
 //! `sea_orm` replaces those three names by the items here:
 //!
-//! - [`TransactionTrait`]: the bound of every nested write. Nothing
-//!   implements it, so each nested write of a protected entity is a compile
-//!   error naming the flat, proof-gated writes. Its shape is SeaORM's, so
-//!   the generated bodies still type-check; their row writes and junction
-//!   links go through inherent methods `#[protected]` adds to the sealed
-//!   `ActiveModel` / `ActiveModelEx`, bounded by [`RawWrite`] and
-//!   [`LinkWrite`], which the transaction type of [`TransactionTrait`]
-//!   carries and nothing else implements.
+//! - [`TransactionTrait`]: the bound of every nested write. Only a write
+//!   proof ([`Locked`]`<'_, L, Write>`) and the [`NestedTxn`] it begins
+//!   implement it, so a nested write with a plain connection or
+//!   transaction is a compile error naming the flat, proof-gated writes,
+//!   and `am.save(&lock)` runs SeaORM's own nested save under the proof.
+//!   Its shape is SeaORM's, so the generated bodies type-check; their row
+//!   writes and junction links go through inherent methods `#[protected]`
+//!   adds to the sealed `ActiveModel` / `ActiveModelEx`, bounded by
+//!   [`RawWrite`] and [`LinkWrite`], which only [`NestedTxn`] implements.
 //! - [`Delete`] and [`ValidatedDeleteOne`]: `delete_by_<key>` becomes a
 //!   [`ProtectedDeleteMany`] on the key's filter, which runs with
 //!   `.exec(&lock)` and checks every row it would delete.
+//!
+//! # A nested save under a proof
+//!
+//! Why a connection type rather than a check of the `ActiveModelEx` tree
+//! before writing: most of what a nested save writes is known only while
+//! it runs. A child's foreign key is filled by SeaORM after its parent's
+//! `INSERT` (an auto-increment key), `Replace` and a `HasOne` replacement
+//! find the rows they delete or unlink with a `SELECT` during the save,
+//! and a re-parented row's old owner is in the database, not in the tree.
+//! Every one of those rows reaches a row write of the sealed
+//! `ActiveModel` (the inherent `insert` / `update` / `delete` the dense
+//! code calls), with its IDs filled, on the [`NestedTxn`] of its level: it
+//! is checked there, exactly as the flat write of that row
+//! (`Entity::insert(am).exec(&lock)` etc.: the check in the statement
+//! where it fits, the same statements SeaORM's own write sends), on the
+//! savepoint SeaORM opens for the level. The top level's savepoint is
+//! opened by the proof's [`TransactionTrait::begin`], so a refused row
+//! rolls the whole save back: nothing of it remains.
+//!
+//! Refused at run time with [`Error::Misuse`] (nothing of the save
+//! remains; the message names the flat write): a row above the proof's
+//! level (a `BelongsTo` parent saved through a child under the child's
+//! proof), a row whose ID fields above its own are not set (SeaORM fills a
+//! child's foreign key to its parent, not its grandparent's ID), and
+//! junction links (`via`), which SeaORM writes with its own bulk statements
+//! (SeaORM's nested code leaves out the `via` fields of a protected entity,
+//! whose relation is named, so these are not reached from a nested save;
+//! refused if they are).
+//! A row outside the proof is [`Error::NotCovered`], naming the row.
+//!
+//! hierlock's errors travel through SeaORM's `DbErr` inside the save
+//! (its signature is SeaORM's); `hierlock::Error::from(db_err)` (or `?` in
+//! a function returning hierlock's `Result`) gives them back typed.
+//!
+//! [`Locked`]: crate::Locked
+//! [`Error::Misuse`]: crate::Error::Misuse
+//! [`Error::NotCovered`]: crate::Error::NotCovered
 
 use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
-use sea_orm::{ConnectionTrait, DbErr, TransactionSession};
+use sea_orm::{
+    AccessMode, ActiveModelBehavior, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
+    DeleteResult, ExecResult, IsolationLevel, QueryResult, Statement, TransactionError,
+    TransactionOptions, TransactionSession,
+};
 
-use super::protect::{ProtectedDeleteMany, Protect};
+use super::proof::{LevelMarker, Locked, Write};
+use super::protect::{
+    Proof, ProtectedDelete, ProtectedDeleteMany, ProtectedInsert, ProtectedUpdate, Protect,
+};
+use crate::error::Error;
+use crate::model::level::Level;
+use crate::model::target::Request;
 
 /// Stands in for `sea_orm::TransactionTrait` in a protected dense entity's
 /// module: the bound of `ActiveModelEx::{save, insert, update, delete,
 /// action}`, `Model::cascade_delete` and `ModelEx::delete`. Not implemented
-/// by any type: those nested writes do not compile.
+/// by a write proof ([`Locked`]`<'_, L, Write>`), which runs them under
+/// its locks (see the module docs), and by the [`NestedTxn`] it begins;
+/// with anything else those nested writes do not compile.
 #[diagnostic::on_unimplemented(
     message = "SeaORM's nested writes of a protected entity would run without a lock: `{Self}` cannot run them",
     label = "writes this row and its related rows with no lock proof",
@@ -53,13 +105,18 @@ pub trait TransactionTrait: Sync {
 
 /// The bound of the inherent `insert`, `update` and `delete` that
 /// `#[protected]` gives a dense entity's raw SeaORM `ActiveModel` (what the
-/// nested writes call): not implemented by any type.
+/// nested writes call): implemented by [`NestedTxn`] only, which checks
+/// each row against its proof.
 #[diagnostic::on_unimplemented(
     message = "the raw SeaORM active model of a protected entity cannot be written: `{Self}` is not a lock proof",
     label = "writes the row with no lock proof",
     note = "write it in a `#[hierlocked]` method with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)` or `Entity::delete(am).exec(&lock)`, with `am` the protected module's `ActiveModel`"
 )]
-pub trait RawWrite {}
+pub trait RawWrite {
+    /// The nested save's connection.
+    #[doc(hidden)]
+    fn nested(&self) -> &NestedTxn;
+}
 
 /// The bound of the inherent `establish_links*` / `delete_links*` that
 /// `#[protected]` gives a dense entity's `ActiveModelEx` and raw
@@ -94,3 +151,326 @@ impl Delete {
 /// entity's module: `delete_by_<unique key>` returns a protected delete,
 /// run with `.exec(&lock)`.
 pub type ValidatedDeleteOne<E> = ProtectedDeleteMany<E>;
+
+/// The connection SeaORM's nested save of a protected dense entity runs on,
+/// begun by the proof (`am.save(&lock)`): a savepoint of the proof's
+/// transaction per level of the save, as SeaORM's own nested save on a
+/// transaction, carrying the proof's locks. Each row the save writes is
+/// checked against them (see the module docs). Only a proof makes one.
+pub struct NestedTxn {
+    txn: DatabaseTransaction,
+    requests: Arc<[Request]>,
+    level: Level,
+}
+
+impl std::fmt::Debug for NestedTxn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NestedTxn")
+            .field("requests", &self.requests)
+            .field("level", &self.level)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NestedTxn {
+    async fn below(&self) -> Result<NestedTxn, DbErr> {
+        Ok(NestedTxn {
+            txn: sea_orm::TransactionTrait::begin(&self.txn).await?,
+            requests: Arc::clone(&self.requests),
+            level: self.level,
+        })
+    }
+
+    fn proof(&self) -> Proof<'_> {
+        Proof::nested(&self.requests, &self.txn)
+    }
+
+    /// [`Error::Misuse`] for a row of `E` above the proof's level.
+    fn level_check<E: Protect>(&self, action: &str) -> Result<(), Error> {
+        let level = <E::Level as LevelMarker>::LEVEL;
+        if level >= self.level {
+            return Ok(());
+        }
+        Err(Error::Misuse(format!(
+            "a nested save with a proof at the {} level would {action} a row of `{}`, a {level} row, \
+             above the proof's level: save the {level} row with a proof at its level \
+             (`Entity::{action}(am).exec(&lock)`, or its own nested save)",
+            self.level,
+            sea_orm::EntityName::table_name(&E::default()),
+        )))
+    }
+}
+
+/// A hierlock error, carried through SeaORM's nested save as a `DbErr`
+/// (`Error::from(DbErr)` takes it back out).
+#[derive(Debug)]
+pub(crate) struct Carried(pub(crate) Error);
+
+impl std::fmt::Display for Carried {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Carried {}
+
+/// `error` as the `DbErr` a nested save returns; a misuse names the flat
+/// writes.
+fn carried(error: Error) -> DbErr {
+    let error = match error {
+        Error::Misuse(text) => Error::Misuse(format!(
+            "{text} (in a nested save; write the rows flat with the proof instead: \
+             `Entity::insert(am).exec(&lock)`, `update`, `delete`)"
+        )),
+        other => other,
+    };
+    DbErr::Query(sea_orm::RuntimeErr::SqlxError(Arc::new(
+        sea_orm::sqlx::Error::Configuration(Box::new(Carried(error))),
+    )))
+}
+
+/// The hierlock error a nested save carried in `err`, if any.
+pub(crate) fn take_carried(err: DbErr) -> Result<Error, DbErr> {
+    let DbErr::Query(sea_orm::RuntimeErr::SqlxError(source)) = err else {
+        return Err(err);
+    };
+    let is_carried = matches!(&*source, sea_orm::sqlx::Error::Configuration(inner) if inner.is::<Carried>());
+    if !is_carried {
+        return Err(DbErr::Query(sea_orm::RuntimeErr::SqlxError(source)));
+    }
+    match Arc::try_unwrap(source) {
+        Ok(sea_orm::sqlx::Error::Configuration(inner)) => match inner.downcast::<Carried>() {
+            Ok(carried) => Ok(carried.0),
+            Err(_) => Err(DbErr::Custom("a nested save failed".to_owned())),
+        },
+        Ok(other) => Err(DbErr::Query(sea_orm::RuntimeErr::SqlxError(Arc::new(other)))),
+        // Shared (cloned): the text is all there is.
+        Err(shared) => Ok(Error::Misuse(shared.to_string())),
+    }
+}
+
+/// The future of a row write in a nested save.
+pub type NestedFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbErr>> + Send + 'a>>;
+
+/// The inherent `insert` of a protected dense entity's raw `ActiveModel`:
+/// the row checked against the nested save's proof, then written as
+/// SeaORM's `ActiveModel::insert` (its `before_save` / `after_save`).
+#[doc(hidden)]
+pub fn insert<'a, E, C>(model: E::ActiveModel, db: &'a C) -> NestedFuture<'a, E::Model>
+where
+    E: Protect,
+    E::Model: Send,
+    E::ActiveModel: ActiveModelBehavior + Send,
+    C: RawWrite + ?Sized,
+{
+    let nested = db.nested();
+    Box::pin(async move {
+        nested.level_check::<E>("insert").map_err(carried)?;
+        let model = ActiveModelBehavior::before_save(model, nested, true).await?;
+        let row = ProtectedInsert::<E>::new(model)
+            .run(nested.proof())
+            .await
+            .map_err(carried)?;
+        E::ActiveModel::after_save(row, nested, true).await
+    })
+}
+
+/// The inherent `update` of a protected dense entity's raw `ActiveModel`,
+/// checked as [`insert`]: the stored row and, if it moves, its new node.
+#[doc(hidden)]
+pub fn update<'a, E, C>(model: E::ActiveModel, db: &'a C) -> NestedFuture<'a, E::Model>
+where
+    E: Protect,
+    E::Model: Send,
+    E::ActiveModel: ActiveModelBehavior + Send,
+    C: RawWrite + ?Sized,
+{
+    let nested = db.nested();
+    Box::pin(async move {
+        nested.level_check::<E>("update").map_err(carried)?;
+        let model = ActiveModelBehavior::before_save(model, nested, false).await?;
+        let row = ProtectedUpdate::<E>::new(model)
+            .returning(nested.proof())
+            .await
+            .map_err(carried)?;
+        E::ActiveModel::after_save(row, nested, false).await
+    })
+}
+
+/// The inherent `delete` of a protected dense entity's raw `ActiveModel`,
+/// checked as [`insert`]: the stored row.
+#[doc(hidden)]
+pub fn delete<'a, E, C>(model: E::ActiveModel, db: &'a C) -> NestedFuture<'a, DeleteResult>
+where
+    E: Protect,
+    E::Model: Send,
+    E::ActiveModel: ActiveModelBehavior + Send,
+    C: RawWrite + ?Sized,
+{
+    let nested = db.nested();
+    Box::pin(async move {
+        nested.level_check::<E>("delete").map_err(carried)?;
+        let model = ActiveModelBehavior::before_delete(model, nested).await?;
+        let kept = model.clone();
+        let rows_affected = ProtectedDelete::<E>::new(model)
+            .counted(nested.proof())
+            .await
+            .map_err(carried)?;
+        ActiveModelBehavior::after_delete(kept, nested).await?;
+        let mut deleted = DeleteResult::empty();
+        deleted.rows_affected = rows_affected;
+        Ok(deleted)
+    })
+}
+
+/// The inherent `establish_links*` / `delete_links*` of a protected dense
+/// entity in a nested save: refused ([`Error::Misuse`](crate::Error::Misuse);
+/// the save is rolled back).
+#[doc(hidden)]
+pub fn links<'a, T: Send + 'a, C: LinkWrite + ?Sized>(_db: &'a C) -> NestedFuture<'a, T> {
+    Box::pin(std::future::ready(Err(carried(Error::Misuse(
+        "a nested save of a protected entity does not write junction links (`via` relations): \
+         SeaORM writes them with its own bulk statements, which hierlock does not check; \
+         save the rows without their `via` relations and write the junction rows with \
+         `junction::Entity::insert(am).exec(&lock)`"
+            .to_owned(),
+    )))))
+}
+
+// Not listed in the errors of a nested write without a proof (which
+// name the flat writes).
+#[diagnostic::do_not_recommend]
+impl<L: LevelMarker> TransactionTrait for Locked<'_, L, Write> {
+    type Transaction = NestedTxn;
+
+    fn begin(&self) -> impl Future<Output = Result<NestedTxn, DbErr>> + Send {
+        let requests: Arc<[Request]> = self.requests().into();
+        let txn = self.txn();
+        async move {
+            Ok(NestedTxn {
+                txn: sea_orm::TransactionTrait::begin(txn).await?,
+                requests,
+                level: L::LEVEL,
+            })
+        }
+    }
+}
+
+// Not listed in the errors of a nested write without a proof (which
+// name the flat writes).
+#[diagnostic::do_not_recommend]
+impl TransactionTrait for NestedTxn {
+    type Transaction = NestedTxn;
+
+    fn begin(&self) -> impl Future<Output = Result<NestedTxn, DbErr>> + Send {
+        self.below()
+    }
+}
+
+// Not listed in the errors of a nested write without a proof (which
+// name the flat writes).
+#[diagnostic::do_not_recommend]
+impl RawWrite for NestedTxn {
+    fn nested(&self) -> &NestedTxn {
+        self
+    }
+}
+
+// Not listed in the errors of a nested write without a proof (which
+// name the flat writes).
+#[diagnostic::do_not_recommend]
+impl LinkWrite for NestedTxn {}
+
+#[sea_orm::entity::prelude::async_trait::async_trait]
+impl ConnectionTrait for NestedTxn {
+    fn get_database_backend(&self) -> DbBackend {
+        self.txn.get_database_backend()
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        self.txn.execute_raw(stmt).await
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
+        self.txn.execute_unprepared(sql).await
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
+        self.txn.query_one_raw(stmt).await
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        self.txn.query_all_raw(stmt).await
+    }
+
+    fn support_returning(&self) -> bool {
+        self.txn.support_returning()
+    }
+}
+
+#[sea_orm::entity::prelude::async_trait::async_trait]
+impl sea_orm::TransactionTrait for NestedTxn {
+    type Transaction = NestedTxn;
+
+    async fn begin(&self) -> Result<NestedTxn, DbErr> {
+        self.below().await
+    }
+
+    async fn begin_with_config(
+        &self,
+        _isolation_level: Option<IsolationLevel>,
+        _access_mode: Option<AccessMode>,
+    ) -> Result<NestedTxn, DbErr> {
+        self.below().await
+    }
+
+    async fn begin_with_options(&self, _options: TransactionOptions) -> Result<NestedTxn, DbErr> {
+        self.below().await
+    }
+
+    async fn transaction<F, T, E>(&self, callback: F) -> Result<T, TransactionError<E>>
+    where
+        F: for<'c> FnOnce(&'c NestedTxn) -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'c>>
+            + Send,
+        T: Send,
+        E: std::fmt::Display + std::fmt::Debug + Send,
+    {
+        let txn = self.below().await.map_err(TransactionError::Connection)?;
+        match callback(&txn).await {
+            Ok(value) => {
+                txn.commit().await.map_err(TransactionError::Connection)?;
+                Ok(value)
+            }
+            Err(e) => {
+                txn.rollback().await.map_err(TransactionError::Connection)?;
+                Err(TransactionError::Transaction(e))
+            }
+        }
+    }
+
+    async fn transaction_with_config<F, T, E>(
+        &self,
+        callback: F,
+        _isolation_level: Option<IsolationLevel>,
+        _access_mode: Option<AccessMode>,
+    ) -> Result<T, TransactionError<E>>
+    where
+        F: for<'c> FnOnce(&'c NestedTxn) -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'c>>
+            + Send,
+        T: Send,
+        E: std::fmt::Display + std::fmt::Debug + Send,
+    {
+        sea_orm::TransactionTrait::transaction(self, callback).await
+    }
+}
+
+#[sea_orm::entity::prelude::async_trait::async_trait]
+impl TransactionSession for NestedTxn {
+    async fn commit(self) -> Result<(), DbErr> {
+        self.txn.commit().await
+    }
+
+    async fn rollback(self) -> Result<(), DbErr> {
+        self.txn.rollback().await
+    }
+}

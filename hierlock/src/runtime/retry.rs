@@ -336,8 +336,15 @@ impl From<DbErr> for Error {
     /// conflict as [`Error::LockTimeout`] / [`Error::Deadlock`] /
     /// [`Error::WouldBlock`], a lost connection as
     /// [`Error::ConnectionLost`], anything else as [`Error::Database`].
+    ///
+    /// The error of a protected nested save (`am.save(&lock)`, whose
+    /// signature is SeaORM's) is hierlock's own, back as it was:
+    /// [`Error::NotCovered`] for a row outside the proof, etc.
     fn from(err: DbErr) -> Self {
-        Error::from_statement("running a statement of the transaction", err)
+        match crate::guarantee::dense::take_carried(err) {
+            Ok(error) => error,
+            Err(err) => Error::from_statement("running a statement of the transaction", err),
+        }
     }
 }
 

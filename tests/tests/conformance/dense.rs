@@ -4,16 +4,29 @@
 //! and a write the proof does not cover, `delete_by_<unique key>` included,
 //! is `NotCovered` and writes nothing.
 //!
+//! SeaORM's nested save of a protected entity runs with the proof
+//! (`NestedActiveModel::..save(&lock)`): a covered tree is written whole,
+//! with the statements SeaORM's own nested save sends; a row outside the
+//! proof is `NotCovered` and nothing of the save is written; the shapes
+//! hierlock cannot prove are `Misuse`, nothing written.
+//!
 //! The tables are created from the entities and seeded with user 2's rows
 //! (`bob`, account 20 `main`, resource 200); the tests write with a
-//! write-lock proof on user 1, which covers none of them.
+//! write-lock proof on user 1, which covers none of them. Accounts have an
+//! auto-increment key, and so have resources (a nested `save` inserts a
+//! row whose key is not set and updates one whose key is, as SeaORM's;
+//! a tree of new rows with their keys set is written with `insert`).
 
 use hierlock::proof::UserLevel;
 use hierlock::sea_orm::{
-    ActiveValue::Set, ConnectionTrait, DatabaseTransaction, Schema, Statement,
+    ActiveValue::{NotSet, Set},
+    ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, Schema, Statement, TransactionTrait,
 };
 use hierlock::{Error, ErrorKind, Locked, Locker, hierlocked};
 use hierlock_tests::{Backend, Fixture};
+
+use crate::support::as_account;
+use crate::write_statements::{Counter, counted_pool};
 
 #[hierlock::protected(level = user, user = id)]
 pub mod user {
@@ -42,7 +55,7 @@ pub mod account {
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
     #[sea_orm(table_name = "hld_accounts")]
     pub struct Model {
-        #[sea_orm(primary_key, auto_increment = false)]
+        #[sea_orm(primary_key)]
         pub id: i64,
         #[sea_orm(unique_key = "owner_name")]
         pub user_id: i64,
@@ -65,7 +78,7 @@ pub mod resource {
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
     #[sea_orm(table_name = "hld_resources")]
     pub struct Model {
-        #[sea_orm(primary_key, auto_increment = false)]
+        #[sea_orm(primary_key)]
         pub id: i64,
         pub user_id: i64,
         pub account_id: i64,
@@ -75,6 +88,69 @@ pub mod resource {
     }
 
     impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// The same tables as plain SeaORM dense entities: the baseline of the
+/// nested saves' statements.
+mod plain {
+    pub mod user {
+        use hierlock::sea_orm::entity::prelude::*;
+
+        #[sea_orm::model]
+        #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+        #[sea_orm(table_name = "hld_users")]
+        pub struct Model {
+            #[sea_orm(primary_key, auto_increment = false)]
+            pub id: i64,
+            #[sea_orm(unique)]
+            pub email: String,
+            #[sea_orm(has_many)]
+            pub accounts: HasMany<super::account::Entity>,
+        }
+
+        impl ActiveModelBehavior for ActiveModel {}
+    }
+
+    pub mod account {
+        use hierlock::sea_orm::entity::prelude::*;
+
+        #[sea_orm::model]
+        #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+        #[sea_orm(table_name = "hld_accounts")]
+        pub struct Model {
+            #[sea_orm(primary_key)]
+            pub id: i64,
+            #[sea_orm(unique_key = "owner_name")]
+            pub user_id: i64,
+            #[sea_orm(unique_key = "owner_name")]
+            pub name: String,
+            #[sea_orm(belongs_to, from = "user_id", to = "id")]
+            pub user: HasOne<super::user::Entity>,
+            #[sea_orm(has_many)]
+            pub resources: HasMany<super::resource::Entity>,
+        }
+
+        impl ActiveModelBehavior for ActiveModel {}
+    }
+
+    pub mod resource {
+        use hierlock::sea_orm::entity::prelude::*;
+
+        #[sea_orm::model]
+        #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+        #[sea_orm(table_name = "hld_resources")]
+        pub struct Model {
+            #[sea_orm(primary_key)]
+            pub id: i64,
+            pub user_id: i64,
+            pub account_id: i64,
+            pub balance: i64,
+            #[sea_orm(belongs_to, from = "account_id", to = "id")]
+            pub account: HasOne<super::account::Entity>,
+        }
+
+        impl ActiveModelBehavior for ActiveModel {}
+    }
 }
 
 /// PostgreSQL and PostgreSQL-with-buckets share a server and so the tables:
@@ -345,4 +421,513 @@ pub async fn dense_protected_uncovered_writes_are_not_covered(backend: Backend) 
     .expect("locks");
     txn.commit().await.expect("commit");
     assert_eq!(contents(&fx).await, seed(), "nothing written");
+}
+
+/// A new account of user 1 (`id` 0: left to the server).
+fn new_account(id: i64, name: &str) -> account::ActiveModel {
+    account::ActiveModel {
+        id: if id == 0 { NotSet } else { Set(id) },
+        user_id: Set(1),
+        name: Set(name.to_owned()),
+    }
+}
+
+/// A new resource of user `user` (`id` 0: left to the server; its account
+/// left to the nested save).
+fn new_resource(id: i64, user: i64, balance: i64) -> resource::ActiveModel {
+    resource::ActiveModel {
+        id: if id == 0 { NotSet } else { Set(id) },
+        user_id: Set(user),
+        account_id: NotSet,
+        balance: Set(balance),
+    }
+}
+
+/// The hierlock error a nested save returned.
+#[track_caller]
+fn nested_error<T: std::fmt::Debug>(
+    outcome: Result<T, DbErr>,
+    kind: ErrorKind,
+    what: &str,
+) -> Error {
+    match outcome {
+        Err(e) => {
+            let e = Error::from(e);
+            assert_eq!(e.kind(), kind, "{what}: {e}");
+            e
+        }
+        Ok(v) => panic!("{what}: expected {kind:?}, got Ok({v:?})"),
+    }
+}
+
+pub async fn dense_nested_save_under_a_proof_writes_every_row(backend: Backend) {
+    let (fx, _turn) = seeded(backend).await;
+    let txn = fx.begin().await;
+    let auto = as_user_1(&fx.locker, &txn, async |lock| {
+        // A new user with a new account (explicit key) and its resources,
+        // and a second account whose key the server gives: its resource's
+        // `account_id` is known only after the account's INSERT.
+        let saved = user::NestedActiveModel::from(user::ActiveModel {
+            id: Set(1),
+            email: Set("alice@example.com".to_owned()),
+        })
+        .add_account(
+            account::NestedActiveModel::from(new_account(10, "main"))
+                .add_resource(new_resource(100, 1, 1))
+                .add_resource(new_resource(101, 1, 2)),
+        )
+        .add_account(
+            account::NestedActiveModel::from(new_account(0, "auto"))
+                .add_resource(new_resource(0, 1, 3)),
+        )
+        .insert(lock)
+        .await
+        .expect("nested insert of user 1's tree");
+        let auto = saved
+            .accounts
+            .iter()
+            .find_map(|a| (a.name == "auto").then_some(a.id))
+            .expect("the auto account");
+
+        // An existing account, renamed, with one more resource: `save`
+        // updates the account and inserts the resource (its key not set).
+        let main = account::Entity::find_by_id(10)
+            .one(lock.txn())
+            .await
+            .expect("read account 10")
+            .expect("account 10");
+        let mut renamed = account::ActiveModel::from(main);
+        renamed.name = Set("savings".to_owned());
+        account::NestedActiveModel::from(renamed)
+            .add_resource(new_resource(0, 1, 4))
+            .save(lock)
+            .await
+            .expect("nested save of account 10");
+
+        // A deep delete: account 11 and its resource, each row checked.
+        account::NestedActiveModel::from(new_account(11, "closing"))
+            .add_resource(new_resource(0, 1, 9))
+            .insert(lock)
+            .await
+            .expect("nested insert of account 11");
+        let closing = account::Entity::find_by_id(11)
+            .one(lock.txn())
+            .await
+            .expect("read account 11")
+            .expect("account 11");
+        let deleted = closing
+            .cascade_delete(lock)
+            .await
+            .expect("cascade_delete of account 11");
+        assert_eq!(deleted.rows_affected, 2, "the account and its resource");
+
+        // `Replace` of the auto account's resources: the ones left out are
+        // found by the save and deleted, each checked.
+        let loaded = account::Entity::load()
+            .filter_by_owner_name((1, "auto".to_owned()))
+            .with(resource::Table)
+            .one(lock.txn())
+            .await
+            .expect("load")
+            .expect("the auto account");
+        let mut replaced = account::NestedActiveModel::from(loaded);
+        replaced
+            .resources
+            .replace_all([resource::NestedActiveModel::from(new_resource(0, 1, 5))]);
+        replaced
+            .save(lock)
+            .await
+            .expect("Replace of the auto account's resources");
+        auto
+    })
+    .await
+    .expect("locks");
+    txn.commit().await.expect("commit");
+    let rows = contents(&fx).await;
+    assert_eq!(
+        rows.users,
+        [
+            (1, "alice@example.com".to_owned()),
+            (2, "bob@example.com".to_owned())
+        ]
+    );
+    let mut accounts = vec![
+        (10, 1, "savings".to_owned()),
+        (20, 2, "main".to_owned()),
+        (auto, 1, "auto".to_owned()),
+    ];
+    accounts.sort();
+    assert_eq!(rows.accounts, accounts);
+    // (user, account, balance) of each resource: the auto account's first
+    // resource (balance 3) was replaced by the one of balance 5.
+    let mut resources: Vec<(i64, i64, i64)> = rows
+        .resources
+        .iter()
+        .map(|&(_, user, account, balance)| (user, account, balance))
+        .collect();
+    resources.sort();
+    let mut expected = vec![(1, 10, 1), (1, 10, 2), (1, 10, 4), (1, auto, 5), (2, 20, 5)];
+    expected.sort();
+    assert_eq!(resources, expected);
+    assert!(rows.resources.iter().any(|r| r.0 == 100) && rows.resources.iter().any(|r| r.0 == 101));
+}
+
+pub async fn dense_nested_save_outside_the_proof_writes_nothing(backend: Backend) {
+    let (fx, _turn) = seeded(backend).await;
+    let txn = fx.begin().await;
+    as_user_1(&fx.locker, &txn, async |lock| {
+        user::Entity::insert(user::ActiveModel {
+            id: Set(1),
+            email: Set("alice@example.com".to_owned()),
+        })
+        .exec(lock)
+        .await
+        .expect("insert user 1");
+        // The second resource names user 2: the account and the first
+        // resource are written, then the save stops and rolls back.
+        let outcome = account::NestedActiveModel::from(new_account(12, "spare"))
+            .add_resource(new_resource(105, 1, 1))
+            .add_resource(new_resource(106, 2, 1))
+            .insert(lock)
+            .await;
+        let e = nested_error(outcome, ErrorKind::NotCovered, "a resource of user 2");
+        let text = e.to_string();
+        assert!(
+            text.contains("hld_resources") && text.contains("106"),
+            "the error names the row: {text}"
+        );
+        // Re-parenting user 2's resource 200 into user 1's account (an
+        // update of its `account_id`): the stored row is outside the proof.
+        account::Entity::insert(new_account(10, "main"))
+            .exec(lock)
+            .await
+            .expect("insert account 10");
+        let main = account::Entity::find_by_id(10)
+            .one(lock.txn())
+            .await
+            .expect("read account 10")
+            .expect("account 10");
+        let bobs = resource::Entity::find_by_id(200)
+            .one(lock.txn())
+            .await
+            .expect("read resource 200")
+            .expect("resource 200");
+        let outcome = account::NestedActiveModel::from(account::ActiveModel::from(main))
+            .add_resource(resource::ActiveModel::from(bobs))
+            .save(lock)
+            .await;
+        nested_error(
+            outcome,
+            ErrorKind::NotCovered,
+            "re-parenting user 2's resource",
+        );
+        // A deep delete of user 2's account: its resource is the first row
+        // deleted, and refused.
+        let bobs_account = account::Entity::find_by_id(20)
+            .one(lock.txn())
+            .await
+            .expect("read account 20")
+            .expect("account 20");
+        let outcome = bobs_account.cascade_delete(lock).await;
+        nested_error(
+            outcome,
+            ErrorKind::NotCovered,
+            "cascade_delete of user 2's account",
+        );
+        // A tree of user 2 altogether.
+        let outcome = user::NestedActiveModel::from(user::ActiveModel {
+            id: Set(3),
+            email: Set("carol@example.com".to_owned()),
+        })
+        .insert(lock)
+        .await;
+        nested_error(outcome, ErrorKind::NotCovered, "user 3");
+    })
+    .await
+    .expect("locks");
+    // The transaction goes on after the refusals, and commits.
+    txn.commit().await.expect("commit");
+    let mut expected = seed();
+    expected
+        .users
+        .insert(0, (1, "alice@example.com".to_owned()));
+    expected.accounts.insert(0, (10, 1, "main".to_owned()));
+    assert_eq!(contents(&fx).await, expected, "nothing of the nested saves");
+}
+
+pub async fn dense_nested_save_refuses_what_it_cannot_prove(backend: Backend) {
+    let (fx, _turn) = seeded(backend).await;
+    let txn = fx.begin().await;
+    as_user_1(&fx.locker, &txn, async |lock| {
+        user::Entity::insert(user::ActiveModel {
+            id: Set(1),
+            email: Set("alice@example.com".to_owned()),
+        })
+        .exec(lock)
+        .await
+        .expect("insert user 1");
+        account::Entity::insert(new_account(10, "main"))
+            .exec(lock)
+            .await
+            .expect("insert account 10");
+        // SeaORM fills a child's key to its parent, not the grandparent's
+        // ID: a resource without `user_id` is refused before its INSERT.
+        let mut orphan = new_resource(107, 1, 1);
+        orphan.user_id = NotSet;
+        let outcome = account::NestedActiveModel::from(new_account(14, "orphans"))
+            .add_resource(orphan)
+            .insert(lock)
+            .await;
+        let e = nested_error(outcome, ErrorKind::Misuse, "a resource without user_id");
+        let text = e.to_string();
+        assert!(
+            text.contains("user_id") && text.contains("exec(&lock)"),
+            "names the field and the flat write: {text}"
+        );
+    })
+    .await
+    .expect("locks");
+    // A row above the proof's level: an account proof saving the account's
+    // user through the account.
+    as_account(&fx.locker, &txn, "1", "10", async |lock| {
+        let main = account::Entity::find_by_id(10)
+            .one(lock.txn())
+            .await
+            .expect("read account 10")
+            .expect("account 10");
+        let mut renamed = account::ActiveModel::from(main);
+        renamed.name = Set("savings".to_owned());
+        let outcome = account::NestedActiveModel::from(renamed)
+            .set_user(user::ActiveModel {
+                id: Set(1),
+                email: Set("alice@example.org".to_owned()),
+            })
+            .save(lock)
+            .await;
+        let e = nested_error(
+            outcome,
+            ErrorKind::Misuse,
+            "the user above an account proof",
+        );
+        assert!(e.to_string().contains("above the proof"), "{e}");
+    })
+    .await
+    .expect("locks");
+    txn.commit().await.expect("commit");
+    let mut expected = seed();
+    expected
+        .users
+        .insert(0, (1, "alice@example.com".to_owned()));
+    expected.accounts.insert(0, (10, 1, "main".to_owned()));
+    assert_eq!(contents(&fx).await, expected, "nothing of the nested saves");
+}
+
+/// A new resource of user 3, for SeaORM's own nested saves.
+fn plain_resource(id: i64, balance: i64) -> plain::resource::ActiveModel {
+    plain::resource::ActiveModel {
+        id: if id == 0 { NotSet } else { Set(id) },
+        user_id: Set(3),
+        account_id: NotSet,
+        balance: Set(balance),
+    }
+}
+
+/// (shape, SeaORM's statements, hierlock's) for each nested save counted.
+type Costs = Vec<(&'static str, u64, u64)>;
+
+/// The server's own counters of one session's writes by kind, where it has
+/// them: the MySQL family's `Com_*` (statements by kind, savepoints
+/// included); PostgreSQL's rows inserted, updated and deleted by the
+/// transaction (`pg_stat_xact_user_tables`); none on SQLite.
+async fn server_counts(txn: &DatabaseTransaction, backend: Backend) -> Vec<i64> {
+    let db_backend = txn.get_database_backend();
+    let sql = match backend {
+        Backend::MariaDb | Backend::MySql => {
+            "SHOW SESSION STATUS WHERE Variable_name IN ('Com_insert', 'Com_update', \
+             'Com_delete', 'Com_select', 'Com_savepoint', 'Com_release_savepoint', \
+             'Com_rollback_to_savepoint')"
+        }
+        Backend::Postgres | Backend::PostgresBuckets => {
+            "SELECT COALESCE(SUM(n_tup_ins), 0)::bigint AS ins, \
+             COALESCE(SUM(n_tup_upd), 0)::bigint AS upd, \
+             COALESCE(SUM(n_tup_del), 0)::bigint AS del FROM pg_stat_xact_user_tables \
+             WHERE relname IN ('hld_users', 'hld_accounts', 'hld_resources')"
+        }
+        _ => return Vec::new(),
+    };
+    let rows = txn
+        .query_all_raw(Statement::from_string(db_backend, sql.to_owned()))
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    match backend {
+        Backend::MariaDb | Backend::MySql => {
+            let mut named: Vec<(String, i64)> = rows
+                .iter()
+                .map(|row| {
+                    let name: String = row.try_get_by_index(0).expect("a name");
+                    let value: String = row.try_get_by_index(1).expect("a value");
+                    (name, value.parse().expect("a count"))
+                })
+                .collect();
+            named.sort();
+            named.into_iter().map(|(_, value)| value).collect()
+        }
+        _ => ["ins", "upd", "del"]
+            .iter()
+            .map(|column| rows[0].try_get("", column).expect("a count"))
+            .collect(),
+    }
+}
+
+/// `run(1)` after a warm-up `run(0)` (statements prepared once per
+/// connection): the statements it sent, and the server's counters of it.
+async fn measured<T>(
+    txn: &DatabaseTransaction,
+    counter: &Counter,
+    backend: Backend,
+    mut run: impl AsyncFnMut(i64) -> T,
+) -> (u64, Vec<i64>) {
+    run(0).await;
+    let server_before = server_counts(txn, backend).await;
+    let before = counter.now(txn).await;
+    run(1).await;
+    let after = counter.now(txn).await;
+    let server_after = server_counts(txn, backend).await;
+    let server = server_after
+        .iter()
+        .zip(&server_before)
+        .map(|(a, b)| a - b)
+        .collect();
+    (counter.between(before, after), server)
+}
+
+pub async fn dense_nested_save_sends_the_statements_seaorms_own_sends(backend: Backend) {
+    let (fx, _turn) = seeded(backend).await;
+    let (db, counter) = counted_pool(&fx, backend).await;
+    let txn = db.begin().await.expect("begin");
+    // User 3 for SeaORM's own saves (no lock needed), user 1 for hierlock's.
+    plain::user::ActiveModel {
+        id: Set(3),
+        email: Set("carol@example.com".to_owned()),
+    }
+    .into_ex()
+    .insert(&txn)
+    .await
+    .expect("user 3");
+    let (costs, servers) = as_user_1(&fx.locker, &txn, async |lock| {
+        user::Entity::insert(user::ActiveModel {
+            id: Set(1),
+            email: Set("alice@example.com".to_owned()),
+        })
+        .exec(lock)
+        .await
+        .expect("insert user 1");
+        let mut costs = Costs::new();
+        let mut servers = Vec::new();
+        // A new account with two new resources.
+        let seaorm = measured(&txn, &counter, backend, async |i| {
+            plain::account::ActiveModel {
+                id: Set(30 + i),
+                user_id: Set(3),
+                name: Set(format!("a{i}")),
+            }
+            .into_ex()
+            .add_resource(plain_resource(300 + 10 * i, 1))
+            .add_resource(plain_resource(301 + 10 * i, 2))
+            .insert(&txn)
+            .await
+            .expect("SeaORM's nested save");
+        })
+        .await;
+        let protected = measured(&txn, &counter, backend, async |i| {
+            account::NestedActiveModel::from(new_account(10 + i, &format!("a{i}")))
+                .add_resource(new_resource(100 + 10 * i, 1, 1))
+                .add_resource(new_resource(101 + 10 * i, 1, 2))
+                .insert(lock)
+                .await
+                .expect("hierlock's nested save");
+        })
+        .await;
+        costs.push((
+            "insert: new account with 2 new resources",
+            seaorm.0,
+            protected.0,
+        ));
+        servers.push((
+            "insert: new account with 2 new resources",
+            seaorm.1,
+            protected.1,
+        ));
+        // An existing account renamed, with one more resource.
+        let seaorm = measured(&txn, &counter, backend, async |i| {
+            let row = plain::account::Entity::find_by_id(30 + i)
+                .one(&txn)
+                .await
+                .expect("read")
+                .expect("the account");
+            let mut am = plain::account::ActiveModel::from(row);
+            am.name = Set(format!("b{i}"));
+            am.into_ex()
+                .add_resource(plain_resource(0, 3))
+                .save(&txn)
+                .await
+                .expect("SeaORM's nested save");
+        })
+        .await;
+        let protected = measured(&txn, &counter, backend, async |i| {
+            let row = account::Entity::find_by_id(10 + i)
+                .one(lock.txn())
+                .await
+                .expect("read")
+                .expect("the account");
+            let mut am = account::ActiveModel::from(row);
+            am.name = Set(format!("b{i}"));
+            account::NestedActiveModel::from(am)
+                .add_resource(new_resource(0, 1, 3))
+                .save(lock)
+                .await
+                .expect("hierlock's nested save");
+        })
+        .await;
+        costs.push((
+            "save: account renamed, 1 new resource",
+            seaorm.0,
+            protected.0,
+        ));
+        servers.push((
+            "save: account renamed, 1 new resource",
+            seaorm.1,
+            protected.1,
+        ));
+        (costs, servers)
+    })
+    .await
+    .expect("locks");
+    txn.commit().await.expect("commit");
+    eprintln!("{backend:?}: statements per nested save (SeaORM's own, hierlock's)");
+    for (shape, seaorm, protected) in &costs {
+        eprintln!("  {shape:<44} {seaorm} {protected}");
+    }
+    for (shape, seaorm, protected) in &costs {
+        assert_eq!(
+            protected, seaorm,
+            "{backend:?}: `{shape}` sent {protected} statements where SeaORM's own sends {seaorm}"
+        );
+        assert!(*seaorm >= 3, "{backend:?}: `{shape}` counted {seaorm}");
+    }
+    // The server's own counters: the same statements by kind (MySQL
+    // family, savepoints included), the same rows written (PostgreSQL).
+    for (shape, seaorm, protected) in &servers {
+        eprintln!("  {shape:<44} server: {seaorm:?} {protected:?}");
+        assert_eq!(
+            protected, seaorm,
+            "{backend:?}: `{shape}`, the server's counters"
+        );
+    }
+    let rows = contents(&fx).await;
+    assert_eq!(
+        rows.resources.len(),
+        1 + 2 * 6,
+        "every row written: {rows:?}"
+    );
 }

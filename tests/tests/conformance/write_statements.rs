@@ -98,7 +98,7 @@ pub mod plain {
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Counts the statements one connection sends.
-enum Counter {
+pub(crate) enum Counter {
     /// The server's `Questions` of the session, less `reading` per reading.
     Server { reading: u64 },
     /// The statements SeaORM hands the driver.
@@ -106,7 +106,7 @@ enum Counter {
 }
 
 impl Counter {
-    async fn now(&self, txn: &DatabaseTransaction) -> u64 {
+    pub(crate) async fn now(&self, txn: &DatabaseTransaction) -> u64 {
         match self {
             Counter::Server { .. } => questions(txn).await,
             Counter::Client(sent) => sent.load(Ordering::SeqCst),
@@ -114,7 +114,7 @@ impl Counter {
     }
 
     /// The statements sent between two readings `before` and `after`.
-    fn between(&self, before: u64, after: u64) -> u64 {
+    pub(crate) fn between(&self, before: u64, after: u64) -> u64 {
         match self {
             Counter::Server { reading } => after - before - reading,
             Counter::Client(_) => after - before,
@@ -136,7 +136,7 @@ async fn questions(txn: &DatabaseTransaction) -> u64 {
 }
 
 /// A pool of one connection whose statements `counter` counts.
-async fn counted_pool(fx: &Fixture, backend: Backend) -> (DatabaseConnection, Counter) {
+pub(crate) async fn counted_pool(fx: &Fixture, backend: Backend) -> (DatabaseConnection, Counter) {
     let mut db = fx.another_pool(1).await;
     if matches!(backend, Backend::MariaDb | Backend::MySql) {
         let txn = db.begin().await.expect("begin");
@@ -234,7 +234,7 @@ pub async fn protected_writes_send_the_statements_seaorms_own_writes_send(backen
 }
 
 /// Count `run(1)` after a warm-up `run(0)`.
-async fn counted<T>(
+pub(crate) async fn counted<T>(
     txn: &DatabaseTransaction,
     counter: &Counter,
     mut run: impl AsyncFnMut(i64) -> T,

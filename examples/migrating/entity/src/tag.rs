@@ -10,8 +10,10 @@ pub struct Model {
     pub id: i32,
     pub resource_id: i32,
     pub label: String,
-    // Migration: a dense entity's relation fields need a dense target, and
-    // protected entities are compact. The generated field
+    // Migration: `tag` stays a plain entity, and a plain entity's relation
+    // field needs a SeaORM entity as its target (through it, `tag`'s nested
+    // save would write the protected resource with no lock), while a
+    // protected entity's `Entity` is hierlock's facade. The generated field
     //     #[sea_orm(belongs_to, from = "resource_id", to = "id")]
     //     pub resource: HasOne<super::resource::Entity>,
     // became the `Related` impl below.

@@ -139,7 +139,7 @@ pub(super) fn node<E: Protect>(lock: Proof<'_>, ids: &[Id<'_>], limit: usize) ->
     // Each covering lock as the column IDs it needs; a lock that needs none
     // covers the node outright.
     let mut needs: Vec<Vec<(usize, &str)>> = Vec::new();
-    for request in lock.set.requests() {
+    for request in lock.requests {
         let path = request.target.path();
         if request.access != Access::Write || path.len() > ids.len() {
             continue;

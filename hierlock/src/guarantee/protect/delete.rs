@@ -103,15 +103,19 @@ where
         P: WriteProof<E::Level> + ?Sized,
     {
         let lock = Proof::of(lock);
-        Box::pin(async move {
-            if let Some(condition) = self.checked_in_statement(lock)? {
-                let deleted = execute::<E>(condition, lock.txn()).await?;
-                if deleted > 0 {
-                    return Ok(deleted);
-                }
+        Box::pin(self.counted(lock))
+    }
+
+    /// The delete of [`ProtectedDelete::exec_without_returning`], with the
+    /// proof's type checked (also a row of a nested save).
+    pub(crate) async fn counted(self, lock: Proof<'_>) -> Result<u64> {
+        if let Some(condition) = self.checked_in_statement(lock)? {
+            let deleted = execute::<E>(condition, lock.txn()).await?;
+            if deleted > 0 {
+                return Ok(deleted);
             }
-            Ok(u64::from(self.read_first(lock).await?.is_some()))
-        })
+        }
+        Ok(u64::from(self.read_first(lock).await?.is_some()))
     }
 
     /// Delete the row on the proof's transaction and return it as it was,

@@ -7,7 +7,7 @@ use super::{
     Proof, Protect, WriteFuture, WriteProof, check_new, failed, read_back, returned_row,
     returned_rows, returning, table,
 };
-use crate::error::Error;
+use crate::error::{Error, Result};
 
 /// An insert of a protected entity, waiting for its proof:
 /// `account::Entity::insert(am).exec(&lock)`.
@@ -76,33 +76,37 @@ where
         P: WriteProof<E::Level> + ?Sized,
     {
         let lock = Proof::of(lock);
-        Box::pin(async move {
-            check_new::<E>(&self.model, lock, "insert")?;
-            let doing = || format!("inserting into `{}`", table::<E>());
-            let txn = lock.txn();
-            // SeaORM's `exec_with_returning` needs `Model: IntoActiveModel`,
-            // which a protected model does not have: the same statements,
-            // built here.
-            if txn.support_returning() {
-                let mut statement = E::insert(self.model).into_query();
-                statement.returning(returning::<E>(txn.get_database_backend()));
-                return returned_row::<E>(&statement, txn, doing)
-                    .await?
-                    .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted));
-            }
-            let key = E::insert(self.model)
-                .exec(txn)
-                .await
-                .map_err(|e| failed(&doing(), e))?
-                .last_insert_id;
-            read_back(
-                E::find_by_id(key),
-                lock.txn(),
-                doing,
-                DbErr::RecordNotInserted,
-            )
+        Box::pin(self.run(lock))
+    }
+
+    /// The insert of [`ProtectedInsert::exec_with_returning`], with the
+    /// proof's type checked (also a row of a nested save).
+    pub(crate) async fn run(self, lock: Proof<'_>) -> Result<E::Model> {
+        check_new::<E>(&self.model, lock, "insert")?;
+        let doing = || format!("inserting into `{}`", table::<E>());
+        let txn = lock.txn();
+        // SeaORM's `exec_with_returning` needs `Model: IntoActiveModel`,
+        // which a protected model does not have: the same statements,
+        // built here.
+        if txn.support_returning() {
+            let mut statement = E::insert(self.model).into_query();
+            statement.returning(returning::<E>(txn.get_database_backend()));
+            return returned_row::<E>(&statement, txn, doing)
+                .await?
+                .ok_or_else(|| Error::database(doing(), DbErr::RecordNotInserted));
+        }
+        let key = E::insert(self.model)
+            .exec(txn)
             .await
-        })
+            .map_err(|e| failed(&doing(), e))?
+            .last_insert_id;
+        read_back(
+            E::find_by_id(key),
+            lock.txn(),
+            doing,
+            DbErr::RecordNotInserted,
+        )
+        .await
     }
 
     /// Insert the row on the proof's transaction; returns the number of rows

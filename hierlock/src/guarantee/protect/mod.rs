@@ -39,7 +39,7 @@ use crate::error::{Error, Result};
 use crate::model::id::LockId;
 use crate::model::level::Level;
 use crate::guarantee::proof::{AccessMarker, CanWrite, Covers, LevelMarker, Locked};
-use crate::model::target::{Access, Target};
+use crate::model::target::{Access, Request, Target};
 
 pub use delete::ProtectedDelete;
 pub use insert::{ProtectedInsert, ProtectedInsertMany};
@@ -187,33 +187,42 @@ pub type WriteFuture<'p, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'p
 
 /// What a write needs of its proof, once the proof's type has been checked
 /// (the write's future holds this, not the proof).
+///
+/// A nested save (see `super::dense`) gives the requests of its proof and
+/// the transaction of the nested level (a savepoint of the proof's).
 #[derive(Clone, Copy)]
-struct Proof<'p> {
-    set: &'p LockSet<'p>,
+pub(crate) struct Proof<'p> {
+    requests: &'p [Request],
+    txn: &'p sea_orm::DatabaseTransaction,
 }
 
 impl<'p> Proof<'p> {
     fn of<T: LevelMarker, P: WriteProof<T> + ?Sized>(lock: &'p P) -> Self {
+        let set = lock.lock_set();
         Proof {
-            set: lock.lock_set(),
+            requests: set.requests(),
+            txn: set.txn(),
         }
     }
 
+    /// The requests of a proof, writing on `txn` (a savepoint of the
+    /// proof's transaction).
+    pub(crate) fn nested(requests: &'p [Request], txn: &'p sea_orm::DatabaseTransaction) -> Self {
+        Proof { requests, txn }
+    }
+
     fn covers_write(self, target: &Target) -> bool {
-        self.set.covers(target, Access::Write)
+        self.requests
+            .iter()
+            .any(|request| request.covers(target, Access::Write))
     }
 
     fn txn(self) -> &'p sea_orm::DatabaseTransaction {
-        self.set.txn()
+        self.txn
     }
 
     fn held(self) -> String {
-        let text: Vec<String> = self
-            .set
-            .requests()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let text: Vec<String> = self.requests.iter().map(ToString::to_string).collect();
         if text.is_empty() {
             "nothing".to_owned()
         } else {

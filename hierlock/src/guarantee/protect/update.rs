@@ -76,19 +76,23 @@ where
         P: WriteProof<E::Level> + ?Sized,
     {
         let lock = Proof::of(lock);
-        Box::pin(async move {
-            require_primary_key::<E>(&self.model, "update")?;
-            let returning = lock.txn().support_returning();
-            match self.run(lock, returning).await? {
-                Written::Row(row) => Ok(row),
-                Written::Count(_) => {
-                    // The key is built only where the row is read back.
-                    let key = primary_key_condition::<E>(&self.model, "update")?;
-                    let reread = E::find().filter(key);
-                    read_back(reread, lock.txn(), doing::<E>, DbErr::RecordNotUpdated).await
-                }
+        Box::pin(async move { self.returning(lock).await })
+    }
+
+    /// The update of [`ProtectedUpdate::exec_with_returning`], with the
+    /// proof's type checked (also a row of a nested save).
+    pub(crate) async fn returning(&mut self, lock: Proof<'_>) -> Result<E::Model> {
+        require_primary_key::<E>(&self.model, "update")?;
+        let returning = lock.txn().support_returning();
+        match self.run(lock, returning).await? {
+            Written::Row(row) => Ok(row),
+            Written::Count(_) => {
+                // The key is built only where the row is read back.
+                let key = primary_key_condition::<E>(&self.model, "update")?;
+                let reread = E::find().filter(key);
+                read_back(reread, lock.txn(), doing::<E>, DbErr::RecordNotUpdated).await
             }
-        })
+        }
     }
 
     /// Update the row on the proof's transaction, in one statement when the

@@ -3,7 +3,9 @@
 //! small blog-style schema, every entity protected with one attribute.
 //! SeaORM's dense reads compile as in plain SeaORM (`find_by_<unique key>`,
 //! `COLUMN`, `Entity::load().with(..)`, relations through `Table`), and
-//! the rows are written flat, one proof-gated statement each. `main`
+//! the rows are written flat, one proof-gated statement each, or with
+//! SeaORM's nested writes under the proof (`NestedActiveModel`,
+//! `.insert(&lock)` / `.save(&lock)`, `.delete(&lock)`). `main`
 //! checks that protecting the entities leaves their schema unchanged:
 //! `Schema::create_table_from_entity(x::Table)` gives the SQL of the same
 //! entity unprotected.
@@ -12,7 +14,8 @@
 
 use hierlock::proof::{AccountLevel, UserLevel};
 use hierlock::sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait, ModelTrait,
+    ActiveValue::{NotSet, Set},
+    ColumnTrait, DatabaseTransaction, DbBackend, DbErr, DeleteResult, EntityTrait, ModelTrait,
     QueryFilter, Schema,
 };
 use hierlock::{Locked, Locker, hierlocked};
@@ -259,6 +262,9 @@ async fn reads(txn: &DatabaseTransaction) -> Result<(), DbErr> {
         .all(txn)
         .await?;
 
+    // `has_one` / `has_many` relations keep their plain variant names.
+    let _: [user::Relation; 2] = [user::Relation::Account, user::Relation::Profile];
+    let _ = hierlock::sea_orm::RelationTrait::def(&account::Relation::Resource);
     // The dense loader: nested reads into `ModelEx`.
     let loaded: Option<user::ModelEx> = user::Entity::load()
         .filter_by_email("alice@example.com")
@@ -366,6 +372,57 @@ async fn writes(locker: &Locker, txn: &DatabaseTransaction) -> Result<(), hierlo
     Ok(())
 }
 
+/// SeaORM's nested writes, with the proof in place of the connection:
+/// every row they write is checked against it (`?` gives hierlock's error
+/// back from SeaORM's `DbErr`).
+#[hierlocked(user = 1, locker = locker)]
+async fn nested_writes(locker: &Locker, txn: &DatabaseTransaction) -> Result<(), hierlock::Error> {
+    // A new tree: the user, its profile, an account and its resource.
+    let alice: user::ModelEx = user::NestedActiveModel::from(user::ActiveModel {
+        id: Set(1),
+        email: Set("alice@example.com".to_owned()),
+        name: Set("Alice".to_owned()),
+        manager_id: Set(None),
+    })
+    .set_profile(profile::ActiveModel {
+        id: Set(1),
+        user_id: Set(1),
+        bio: Set("hello".to_owned()),
+    })
+    .add_account(
+        account::NestedActiveModel::from(account::ActiveModel {
+            id: Set(10),
+            user_id: Set(1),
+            name: Set("main".to_owned()),
+        })
+        .add_resource(resource::ActiveModel {
+            id: Set(100),
+            user_id: Set(1),
+            account_id: NotSet,
+            balance: Set(0),
+        }),
+    )
+    .insert(&lock)
+    .await?;
+    // A loaded tree, changed and saved.
+    let loaded: Option<account::ModelEx> = account::Entity::load()
+        .filter_by_owner_name((1, "main".to_owned()))
+        .with(resource::Table)
+        .one(lock.txn())
+        .await?;
+    if let Some(loaded) = loaded {
+        let mut am = account::NestedActiveModel::from(loaded);
+        am.name = Set("savings".to_owned());
+        let _: account::NestedActiveModel = am.save(&lock).await?;
+    }
+    // Deep deletes, each row checked.
+    let _: DeleteResult = alice.delete(&lock).await?;
+    if let Some(row) = account::Entity::find_by_id(10).one(lock.txn()).await? {
+        let _: DeleteResult = row.cascade_delete(&lock).await?;
+    }
+    Ok(())
+}
+
 /// A helper with a proof of the entity's level.
 async fn rename(
     lock: &Locked<'_, AccountLevel>,
@@ -420,6 +477,6 @@ fn schema_is_unchanged() {
 }
 
 fn main() {
-    let _ = (reads, writes, rename, remove_user);
+    let _ = (reads, writes, nested_writes, rename, remove_user);
     schema_is_unchanged();
 }

@@ -6,7 +6,9 @@
 //! derive puts on SeaORM's: `COLUMN`, `load()`, `find_by_<key>` and
 //! `delete_by_<key>`, the last a protected delete. `ActiveModelEx` is a
 //! placeholder whose every use says how to write instead (its `save`
-//! writes related rows), and so are `ActiveModel::builder()`,
+//! writes related rows: the nested writes under a proof name SeaORM's
+//! `ActiveModelEx` `NestedActiveModel`, which the protected `ActiveModel`
+//! converts into), and so are `ActiveModel::builder()`,
 //! `ActiveModel::into_ex()`, the conversion of an `ActiveModelEx` into the
 //! facade's `ActiveModel` (which `Entity::insert(..)` takes), and SeaORM's
 //! `IntoActiveModel` for `ModelEx` (which `Insert::one`, `Delete::one`
@@ -96,6 +98,20 @@ pub(in crate::protected) fn items(
 
         #[doc(hidden)]
         pub type ActiveModelEx = <&'static () as __hierlock_NoActiveModelEx>::Never;
+
+        /// SeaORM's nested active model of this entity (its dense
+        /// `ActiveModelEx`: the row with its related rows), for a nested save
+        /// under a lock proof: `NestedActiveModel::from(am).add_..(..)` (or
+        /// `NestedActiveModel::new().set_..(..)`), then `.save(&lock)` in a
+        /// `#[hierlocked]` method. Every row the save writes is checked
+        /// against the proof, as the flat writes check theirs.
+        pub type NestedActiveModel = super::#sealed::ActiveModelEx;
+
+        impl ::core::convert::From<ActiveModel> for super::#sealed::ActiveModelEx {
+            fn from(am: ActiveModel) -> Self {
+                super::#sealed::ActiveModel::from(am).into()
+            }
+        }
 
         impl ActiveModel {
             /// Not available on a protected entity: SeaORM's builder makes an

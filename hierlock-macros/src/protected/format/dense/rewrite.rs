@@ -10,8 +10,13 @@
 //! (`super::__hierlock_account::Entity`, `via = "__hierlock_resource_tag"`):
 //! the relation fields of a protected dense entity name protected dense
 //! entities. The variant of `Relation` SeaORM infers from the target's
-//! module name is kept by writing it out (`relation_enum = "Account"`), so
-//! that `Relation::Account` means what it means in plain SeaORM.
+//! module name is kept: written out on a `belongs_to` field
+//! (`relation_enum = "Account"`), so that `Relation::Account` means what it
+//! means in plain SeaORM; a `has_one` / `has_many` field keeps the inferred
+//! variant (`HierlockAccount`: SeaORM's nested save skips a `has_one` /
+//! `has_many` field that names its `relation_enum`), and the sealed module
+//! gets `Relation::Account` as an associated constant of that value
+//! ([`Alias`]).
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
@@ -19,8 +24,17 @@ use syn::{Attribute, Fields, GenericArgument, Ident, Item, Meta, PathArguments, 
 
 use super::{is_relation, upper_camel};
 
-/// The relation fields of the module's `struct Model`, rewritten.
-pub(in crate::protected) fn rewrite(items: &mut [Item]) {
+/// A `Relation` variant under the name plain SeaORM gives it: `name` for
+/// the variant `variant` SeaORM infers from the sealed target.
+pub(in crate::protected) struct Alias {
+    pub name: Ident,
+    pub variant: Ident,
+}
+
+/// The relation fields of the module's `struct Model`, rewritten; the
+/// `Relation` variants to alias.
+pub(in crate::protected) fn rewrite(items: &mut [Item]) -> Vec<Alias> {
+    let mut aliases = Vec::new();
     for item in items {
         let Item::Struct(s) = item else { continue };
         if s.ident != "Model" {
@@ -36,10 +50,13 @@ pub(in crate::protected) fn rewrite(items: &mut [Item]) {
                 .iter_mut()
                 .filter(|a| a.path().is_ident("sea_orm"))
             {
-                rewrite_attr(attr, module.as_deref());
+                if let Some(alias) = rewrite_attr(attr, module.as_deref()) {
+                    aliases.push(alias);
+                }
             }
         }
     }
+    aliases
 }
 
 /// `super::m::Entity` inside the field's type → `super::__hierlock_m::Entity`;
@@ -77,10 +94,12 @@ fn sealed_ident(module: &str, span: Span) -> Ident {
 }
 
 /// `via = "m"` / `via = "m::Variant"` → the sealed junction module; and
-/// `relation_enum = "<Module>"` added to a relation attribute without one.
-fn rewrite_attr(attr: &mut Attribute, target_module: Option<&str>) {
+/// `relation_enum = "<Module>"` added to a `belongs_to` / `via` attribute
+/// without one; for a `has_one` / `has_many` one without, the alias of the
+/// variant SeaORM infers.
+fn rewrite_attr(attr: &mut Attribute, target_module: Option<&str>) -> Option<Alias> {
     let Meta::List(list) = &mut attr.meta else {
-        return;
+        return None;
     };
     let mut keys = Vec::new();
     let mut out = Vec::new();
@@ -119,11 +138,23 @@ fn rewrite_attr(attr: &mut Attribute, target_module: Option<&str>) {
     let named = keys
         .iter()
         .any(|k| matches!(k.as_str(), "relation_enum" | "self_ref"));
+    let has = |key: &str| keys.iter().any(|k| k == key);
+    let saved_by_nested = (has("has_one") || has("has_many")) && !has("via") && !has("belongs_to");
+    let mut alias = None;
     if let (true, false, Some(module)) = (is_relation_attr, named, target_module) {
         let variant = upper_camel(module);
-        tokens = quote!(#tokens, relation_enum = #variant);
+        if saved_by_nested {
+            let span = Span::call_site();
+            alias = Some(Alias {
+                name: Ident::new(&variant, span),
+                variant: Ident::new(&upper_camel(&sealed_ident(module, span).to_string()), span),
+            });
+        } else {
+            tokens = quote!(#tokens, relation_enum = #variant);
+        }
     }
     list.tokens = tokens;
+    alias
 }
 
 fn sealed_via(lit: proc_macro2::Literal) -> proc_macro2::TokenTree {
@@ -150,19 +181,27 @@ mod tests {
     use super::*;
 
     fn rewritten(src: &str) -> String {
+        rewritten_with_aliases(src).0
+    }
+
+    fn rewritten_with_aliases(src: &str) -> (String, Vec<(String, String)>) {
         let file: syn::File = syn::parse_str(src).expect("items");
         let mut items = file.items;
-        rewrite(&mut items);
-        items
+        let aliases = rewrite(&mut items)
+            .into_iter()
+            .map(|a| (a.name.to_string(), a.variant.to_string()))
+            .collect();
+        let text = items
             .iter()
             .map(|i| quote!(#i).to_string())
             .collect::<Vec<_>>()
-            .join("\n")
+            .join("\n");
+        (text, aliases)
     }
 
     #[test]
     fn targets_become_sealed_and_keep_their_variant() {
-        let out = rewritten(
+        let (out, aliases) = rewritten_with_aliases(
             r#"pub struct Model {
                 pub id: i64,
                 #[sea_orm(has_many)]
@@ -179,9 +218,12 @@ mod tests {
             out.contains("HasMany < super :: __hierlock_account :: Entity >"),
             "{out}"
         );
-        assert!(
-            out.contains(r#"# [sea_orm (has_many , relation_enum = "Account")]"#),
-            "{out}"
+        // A `has_many` keeps SeaORM's inferred variant (a named one would
+        // drop out of the nested save), aliased under the plain name.
+        assert!(out.contains(r#"# [sea_orm (has_many)]"#), "{out}");
+        assert_eq!(
+            aliases,
+            [("Account".to_owned(), "HierlockAccount".to_owned())]
         );
         assert!(
             out.contains("BelongsTo < Option < super :: __hierlock_user :: Entity > >"),

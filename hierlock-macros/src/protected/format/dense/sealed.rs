@@ -11,13 +11,17 @@
 //!   `ActiveModelEx`. SeaORM's versions need its `IntoActiveModel`, which
 //!   the sealed module diverts; inherent methods of the same names win
 //!   method resolution, so the bodies type-check, and each is bounded by a
-//!   trait only the (never implemented) nested transaction carries: called
-//!   directly, on `<Table as EntityTrait>::ActiveModel(Ex)`, each is a
-//!   compile error too.
+//!   trait only hierlock's nested transaction (`NestedTxn`, begun by a
+//!   proof) carries: called directly, on `<Table as EntityTrait>::ActiveModel(Ex)`
+//!   with anything else, each is a compile error too. Under a proof the
+//!   row writes check each row against it (`hierlock::__private::dense::{insert,
+//!   update, delete}`), and the junction links are refused at run time.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::Path;
+
+use super::rewrite::Alias;
 
 /// The `pub use` lines the module-local `sea_orm` gets on top of the
 /// compact ones.
@@ -29,87 +33,99 @@ pub(in crate::protected) fn sea_orm_names(krate: &Path) -> TokenStream {
 
 /// Inherent shadows of SeaORM's writes on the raw `ActiveModel` and on
 /// `ActiveModelEx`.
-pub(in crate::protected) fn shadows(krate: &Path) -> TokenStream {
+pub(in crate::protected) fn shadows(krate: &Path, aliases: &[Alias]) -> TokenStream {
+    let alias_names = aliases.iter().map(|a| &a.name);
+    let alias_variants = aliases.iter().map(|a| &a.variant);
+    let relation_aliases = quote! {
+        #[allow(non_upper_case_globals)]
+        impl Relation {
+            #(
+                /// The relation under the name plain SeaORM gives it.
+                pub const #alias_names: Relation = Relation::#alias_variants;
+            )*
+        }
+    };
     let sea_orm = quote!(#krate::__private::sea_orm);
     let raw = quote!(#krate::__private::dense::RawWrite);
     let links = quote!(#krate::__private::dense::LinkWrite);
-    let ready = |ret: TokenStream| quote!(::core::future::Ready<::core::result::Result<#ret, #sea_orm::DbErr>>);
-    let model = ready(quote!(Model));
-    let deleted = ready(quote!(#sea_orm::DeleteResult));
-    let unit = ready(quote!(()));
+    let future =
+        |ret: TokenStream| quote!(#krate::__private::dense::NestedFuture<'__hierlock, #ret>);
+    let model = future(quote!(Model));
+    let deleted = future(quote!(#sea_orm::DeleteResult));
+    let unit = future(quote!(()));
     let link_methods = quote! {
         /// Not available on a protected entity: it would write junction
         /// rows without a lock.
-        pub fn establish_links<J, R, C>(&self, _: J, _: &[R], _: bool, _db: &C) -> #unit
+        pub fn establish_links<'__hierlock, J, R, C>(&self, _: J, _: &[R], _: bool, db: &'__hierlock C) -> #unit
         where
             C: #links + ?Sized,
         {
-            #krate::__private::refused()
+            #krate::__private::dense::links(db)
         }
 
         /// Not available on a protected entity: it would write junction
         /// rows without a lock.
-        pub fn establish_links_self<J, R, C>(&self, _: J, _: &[R], _: bool, _db: &C) -> #unit
+        pub fn establish_links_self<'__hierlock, J, R, C>(&self, _: J, _: &[R], _: bool, db: &'__hierlock C) -> #unit
         where
             C: #links + ?Sized,
         {
-            #krate::__private::refused()
+            #krate::__private::dense::links(db)
         }
 
         /// Not available on a protected entity: it would write junction
         /// rows without a lock.
-        pub fn establish_links_self_rev<J, R, C>(&self, _: J, _: &[R], _: bool, _db: &C) -> #unit
+        pub fn establish_links_self_rev<'__hierlock, J, R, C>(&self, _: J, _: &[R], _: bool, db: &'__hierlock C) -> #unit
         where
             C: #links + ?Sized,
         {
-            #krate::__private::refused()
+            #krate::__private::dense::links(db)
         }
 
         /// Not available on a protected entity: it would delete junction
         /// rows without a lock.
-        pub fn delete_links<J, C>(&self, _: J, _db: &C) -> #deleted
+        pub fn delete_links<'__hierlock, J, C>(&self, _: J, db: &'__hierlock C) -> #deleted
         where
             C: #links + ?Sized,
         {
-            #krate::__private::refused()
+            #krate::__private::dense::links(db)
         }
 
         /// Not available on a protected entity: it would delete junction
         /// rows without a lock.
-        pub fn delete_links_self<J, C>(&self, _: J, _db: &C) -> #deleted
+        pub fn delete_links_self<'__hierlock, J, C>(&self, _: J, db: &'__hierlock C) -> #deleted
         where
             C: #links + ?Sized,
         {
-            #krate::__private::refused()
+            #krate::__private::dense::links(db)
         }
     };
     quote! {
         impl ActiveModel {
-            /// Not available on a protected entity: it would insert the row
-            /// without a lock. Use `Entity::insert(am).exec(&lock)`.
-            pub fn insert<C>(self, _db: &C) -> #model
+            /// Only in a nested save under a proof (`am.save(&lock)`), which
+            /// checks the row: use `Entity::insert(am).exec(&lock)`.
+            pub fn insert<'__hierlock, C>(self, db: &'__hierlock C) -> #model
             where
                 C: #raw + ?Sized,
             {
-                #krate::__private::refused()
+                #krate::__private::dense::insert::<Entity, C>(self, db)
             }
 
-            /// Not available on a protected entity: it would update the row
-            /// without a lock. Use `Entity::update(am).exec(&lock)`.
-            pub fn update<C>(self, _db: &C) -> #model
+            /// Only in a nested save under a proof, which checks the row: use
+            /// `Entity::update(am).exec(&lock)`.
+            pub fn update<'__hierlock, C>(self, db: &'__hierlock C) -> #model
             where
                 C: #raw + ?Sized,
             {
-                #krate::__private::refused()
+                #krate::__private::dense::update::<Entity, C>(self, db)
             }
 
-            /// Not available on a protected entity: it would delete the row
-            /// without a lock. Use `Entity::delete(am).exec(&lock)`.
-            pub fn delete<C>(self, _db: &C) -> #deleted
+            /// Only in a nested save under a proof, which checks the row: use
+            /// `Entity::delete(am).exec(&lock)`.
+            pub fn delete<'__hierlock, C>(self, db: &'__hierlock C) -> #deleted
             where
                 C: #raw + ?Sized,
             {
-                #krate::__private::refused()
+                #krate::__private::dense::delete::<Entity, C>(self, db)
             }
 
             #link_methods
@@ -118,5 +134,7 @@ pub(in crate::protected) fn shadows(krate: &Path) -> TokenStream {
         impl ActiveModelEx {
             #link_methods
         }
+
+        #relation_aliases
     }
 }
