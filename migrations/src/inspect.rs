@@ -179,8 +179,22 @@ pub struct Status {
     /// PostgreSQL's advisory lock capacity: `max_locks_per_transaction` ×
     /// (`max_connections` + `max_prepared_transactions`).
     pub lock_table_slots: Option<u64>,
+    /// PostgreSQL's streaming standbys, as `pg_stat_replication` shows them
+    /// (a Patroni leader's replicas, say).
+    pub replication: Option<Replication>,
     /// What to change, if anything.
     pub advice: Vec<String>,
+}
+
+/// The standbys a PostgreSQL primary streams to (`pg_stat_replication`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Replication {
+    /// Standbys connected (streaming, or with their state hidden).
+    pub standbys: u64,
+    /// Those of them that are synchronous (`sync_state` `sync` or `quorum`);
+    /// `None` when the user may not see `sync_state` (it needs
+    /// `pg_read_all_stats` or `pg_monitor`).
+    pub synchronous: Option<u64>,
 }
 
 impl fmt::Display for Status {
@@ -199,6 +213,20 @@ impl fmt::Display for Status {
                 f,
                 "lock table: {slots} advisory locks at most, shared by all sessions"
             )?;
+        }
+        if let Some(r) = self.replication {
+            match r.synchronous {
+                Some(n) => writeln!(
+                    f,
+                    "replication: {} standby(s) streaming, {n} synchronous",
+                    r.standbys
+                )?,
+                None => writeln!(
+                    f,
+                    "replication: {} standby(s) streaming (synchronous or not: not readable)",
+                    r.standbys
+                )?,
+            }
         }
         for line in &self.advice {
             writeln!(f, "advice:   {line}")?;
@@ -276,6 +304,10 @@ pub async fn status(db: &DatabaseConnection, config: &Config) -> hierlock::Resul
         }
         _ => (None, None, None),
     };
+    let replication = match dialect {
+        Dialect::Postgres => replication(db).await?,
+        _ => None,
+    };
     let to_u64 = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
     let (table_bytes, cache_bytes, lock_table_slots) = (
         to_u64(table_bytes),
@@ -301,6 +333,19 @@ pub async fn status(db: &DatabaseConnection, config: &Config) -> hierlock::Resul
              per planned lock; raise max_locks_per_transaction for large acquisitions"
         ));
     }
+    if let Some(Replication {
+        standbys,
+        synchronous: Some(0),
+    }) = replication
+        && standbys > 0
+    {
+        advice.push(format!(
+            "{standbys} standby(s), none synchronous: a failover to one of them (Patroni, a \
+             manual promotion) can lose transactions this primary acknowledged, the writes made \
+             under hierlock's locks included; make one synchronous (Patroni: \
+             synchronous_mode: true)"
+        ));
+    }
     if store == LockStore::SqliteWriteLock {
         advice.push(
             "SQLite serialises every lock holder: use MySQL, MariaDB or PostgreSQL for concurrency"
@@ -315,8 +360,40 @@ pub async fn status(db: &DatabaseConnection, config: &Config) -> hierlock::Resul
         table_bytes,
         cache_bytes,
         lock_table_slots,
+        replication,
         advice,
     })
+}
+
+/// The standbys streaming from this PostgreSQL server, if it has any.
+async fn replication(db: &DatabaseConnection) -> hierlock::Result<Option<Replication>> {
+    let backend = DbBackend::Postgres;
+    let standbys = scalar::<i64>(
+        db,
+        backend,
+        "SELECT count(*)::int8 AS v FROM pg_stat_replication \
+         WHERE state = 'streaming' OR state IS NULL"
+            .to_owned(),
+    )
+    .await?
+    .unwrap_or(0);
+    if standbys <= 0 {
+        return Ok(None);
+    }
+    // `sync_state` is NULL for a user without pg_read_all_stats.
+    let synchronous = scalar::<i64>(
+        db,
+        backend,
+        "SELECT CASE WHEN bool_or(sync_state IS NULL) THEN NULL ELSE \
+         count(*) FILTER (WHERE sync_state IN ('sync', 'quorum')) END::int8 AS v \
+         FROM pg_stat_replication WHERE state = 'streaming' OR state IS NULL"
+            .to_owned(),
+    )
+    .await?;
+    Ok(Some(Replication {
+        standbys: u64::try_from(standbys).unwrap_or(0),
+        synchronous: synchronous.and_then(|n| u64::try_from(n).ok()),
+    }))
 }
 
 async fn scalar<T>(

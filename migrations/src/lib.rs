@@ -133,7 +133,7 @@ mod provision;
 mod sql;
 
 pub use cascades::{CascadingForeignKey, ReferentialAction, cascades_into};
-pub use inspect::{LockStore, Status, Verification, status, verify};
+pub use inspect::{LockStore, Replication, Status, Verification, status, verify};
 pub use locks::{
     HOTTEST_KEYS, HotKey, InvalidNodePath, LiveLock, LiveLocks, LockState, live_locks,
     target_from_path,

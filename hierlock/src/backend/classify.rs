@@ -141,6 +141,11 @@ pub(crate) fn is_connection_lost(err: &DbErr) -> bool {
         | sea_orm::sqlx::Error::Tls(_)
         | sea_orm::sqlx::Error::PoolClosed
         | sea_orm::sqlx::Error::WorkerCrashed => true,
+        // A new connection whose handshake broke off: a proxy with no server
+        // behind it during a failover (HAProxy in front of Patroni: sqlx saw
+        // its SSLRequest answered by a closed stream). As transient as an
+        // I/O error; only while connecting, never mid-session.
+        sea_orm::sqlx::Error::Protocol(_) => matches!(err, DbErr::Conn(_)),
         sea_orm::sqlx::Error::Database(db) => server_code(&**db).is_some_and(is_lost_code),
         _ => false,
     }
@@ -334,5 +339,12 @@ mod tests {
             sea_orm::sqlx::Error::Io(std::io::ErrorKind::UnexpectedEof.into()),
         )));
         assert!(is_connection_lost(&io));
+        let protocol = |e: fn(RuntimeErr) -> DbErr| {
+            e(RuntimeErr::SqlxError(std::sync::Arc::new(
+                sea_orm::sqlx::Error::Protocol("unexpected response from SSLRequest: 0x00".into()),
+            )))
+        };
+        assert!(is_connection_lost(&protocol(DbErr::Conn)));
+        assert!(!is_connection_lost(&protocol(DbErr::Query)));
     }
 }
