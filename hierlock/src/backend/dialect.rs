@@ -463,7 +463,8 @@ mod tests {
         assert_eq!(
             stmt.sql,
             "SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN \
-             CASE WHEN pg_try_advisory_xact_lock($2) THEN 1 ELSE 0 END ELSE 0 END AS granted"
+             CASE WHEN pg_try_advisory_xact_lock($2) THEN 1 ELSE 0 END ELSE 0 END AS granted, \
+             pg_is_in_recovery() AS hierlock_standby"
         );
     }
 
@@ -474,7 +475,8 @@ mod tests {
         let stmt = Dialect::Postgres.advisory_lock_statement(plan.locks(), false, None, None);
         assert_eq!(
             stmt.sql,
-            "SELECT pg_advisory_xact_lock_shared($1) AS l0, pg_advisory_xact_lock($2) AS l1"
+            "SELECT pg_advisory_xact_lock_shared($1) AS l0, pg_advisory_xact_lock($2) AS l1, \
+             pg_is_in_recovery() AS hierlock_standby"
         );
         assert_eq!(plan.locks()[0].key.level, Level::User);
     }

@@ -155,6 +155,19 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
     /// new connection (through a router, to the new primary), and report a
     /// lost connection: retryable, the transaction gone.
     async fn demoted(&self, err: DbErr) -> Error {
+        self.end_on_read_only(err, "the server is read-only").await
+    }
+
+    /// PostgreSQL granted advisory locks on a hot standby (see
+    /// `postgres::STANDBY_COLUMN`): as [`Run::demoted`].
+    pub(crate) async fn on_standby(&self) -> Error {
+        let source = DbErr::Custom("pg_is_in_recovery() is true".into());
+        self.end_on_read_only(source, "the server is a hot standby").await
+    }
+
+    /// End this connection's session and report it lost: its server no
+    /// longer takes the primary's locks (`why`).
+    async fn end_on_read_only(&self, err: DbErr, why: &str) -> Error {
         let end = match self.dialect {
             Dialect::Postgres => "SELECT pg_terminate_backend(pg_backend_pid())",
             _ => "KILL CONNECTION_ID()",
@@ -164,9 +177,9 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         let _ = tokio::time::timeout(DRAIN_TIMEOUT, self.conn.execute_raw(stmt)).await;
         Error::ConnectionLost {
             doing: format!(
-                "acquiring {}: the server is read-only (a replica, or a primary demoted \
-                 since this connection was opened), so its locks would not exclude the \
-                 primary's; hierlock ended this connection so that the pool opens a new one",
+                "acquiring {}: {why} (a replica, or a primary demoted since this \
+                 connection was opened), so its locks would not exclude the primary's; \
+                 hierlock ended this connection so that the pool opens a new one",
                 self.what()
             ),
             txn_state: TxnState::Lost,
@@ -335,6 +348,9 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
                 )
                 .await
             }
+            // The connection is gone (or hierlock ended it): nothing to
+            // roll back, and a statement on it would only wait or fail.
+            Err(err) if err.txn_state() == TxnState::Lost => Err(err),
             Err(err) => {
                 self.exec(
                     self.savepoint_statement("ROLLBACK TO SAVEPOINT"),

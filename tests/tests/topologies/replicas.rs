@@ -162,3 +162,51 @@ async fn a_postgres_hot_standby_is_refused_with_the_bucket_table_too() {
     .expect("the primary takes locks");
     assert_refused(&standby, config, "a hot standby (pg_is_in_recovery())").await;
 }
+
+/// A locker whose pool reached the primary, used on a transaction that
+/// reaches a hot standby (its server demoted by a failover since, or a
+/// pool pointed at a member directly): PostgreSQL grants advisory locks on
+/// a standby, where they exclude nothing on the primary, so the
+/// acquisition must fail, its connection ended, before anything runs under
+/// such a lock; whether it would wait (the probe) or not (`NoWait`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advisory_locks_on_a_postgres_hot_standby_are_not_granted() {
+    use hierlock::sea_orm::TransactionTrait;
+    use hierlock::{Target, TxnState, Wait};
+
+    let primary = connect(Server::PostgresPrimary).await;
+    let standby = connect(Server::PostgresStandby).await;
+    let locker = within(
+        10,
+        "Locker::connect",
+        Locker::connect(&primary, advisory_config()),
+    )
+    .await
+    .expect("the primary takes locks");
+    for wait in [Wait::Block, Wait::NoWait] {
+        let txn = standby.begin().await.expect("begin on the standby");
+        let id = query_i64(&txn, "SELECT pg_backend_pid()::int8").await;
+        let target = Target::account("u1", "a1").write();
+        let err = within(10, "an acquisition on the standby", async {
+            locker.acquire_with(&txn, [target], wait).await
+        })
+        .await
+        .map(drop)
+        .expect_err("no lock is granted on a hot standby");
+        assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
+        assert_eq!(err.txn_state(), TxnState::Lost);
+        assert!(err.is_retryable());
+        assert!(err.to_string().contains("hot standby"), "{err}");
+        drop(txn);
+        // The connection was ended, so that the pool opens a new one.
+        let alive = query_i64(
+            &standby,
+            &format!("SELECT COUNT(*)::int8 FROM pg_stat_activity WHERE pid = {id}"),
+        )
+        .await;
+        assert_eq!(
+            alive, 0,
+            "{wait:?}: the standby connection {id} was not ended"
+        );
+    }
+}

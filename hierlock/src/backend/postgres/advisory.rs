@@ -3,6 +3,7 @@
 
 use sea_orm::{ConnectionTrait, QueryResult};
 
+use super::on_standby;
 use crate::backend::cancel::Canceller;
 use crate::backend::run::Run;
 use crate::config::Wait;
@@ -27,6 +28,9 @@ pub(crate) async fn take_probing(
     if run.wait != Wait::NoWait && plan.locks().len() <= MAX_PROBED_KEYS {
         let stmt = run.dialect.advisory_probe_statement(plan.locks(), run.lease);
         let rows = run.query(stmt, plan.locks().len() > 1, None).await?;
+        if on_standby(&rows) {
+            return Err(run.on_standby().await);
+        }
         let granted = rows
             .first()
             .and_then(|row| row.try_get::<i32>("", "granted").ok())
@@ -55,6 +59,9 @@ async fn take(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Resul
             .dialect
             .advisory_lock_statement(locks, try_only, run.lease, fence);
         let rows = run.query(stmt, i > 0 || locks.len() > 1, fence).await?;
+        if on_standby(&rows) {
+            return Err(run.on_standby().await);
+        }
         if try_only && !all_granted(&rows, locks.len()) {
             return Err(Error::WouldBlock {
                 what: run.what(),

@@ -97,6 +97,7 @@ pub(super) fn advisory_locks(
         }
         write!(sql, "{prefix}{}(${}) AS l{i}", shared_suffix(lock), i + 1).ok();
     }
+    sql.push_str(STANDBY_COLUMN);
     sql.push_str(&lease_column(lease));
     if fence.is_some() {
         write!(sql, ", {} AS hierlock_fence", fence_call(plan.len() + 1)).ok();
@@ -148,9 +149,26 @@ pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>) -> S
         sql.push_str(" ELSE 0 END");
     }
     sql.push_str(" AS granted");
+    sql.push_str(STANDBY_COLUMN);
     sql.push_str(&lease_column(lease));
     let values = plan.iter().map(|lock| Value::from(lock.key.slot));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// `, pg_is_in_recovery() AS hierlock_standby`: whether the server is a hot
+/// standby. PostgreSQL grants advisory locks there (they are the server's
+/// own), where they exclude nothing on the primary: a pool that reached the
+/// primary when its locker connected reaches a standby after a failover
+/// that demoted that server. The column costs no round trip; a `true`
+/// fails the acquisition (see `advisory::take_probing`).
+pub(super) const STANDBY_COLUMN: &str = ", pg_is_in_recovery() AS hierlock_standby";
+
+/// Whether a row of an advisory lock statement says the server is a hot
+/// standby ([`STANDBY_COLUMN`]).
+pub(super) fn on_standby(rows: &[sea_orm::QueryResult]) -> bool {
+    rows.first()
+        .and_then(|row| row.try_get::<bool>("", "hierlock_standby").ok())
+        .unwrap_or(false)
 }
 
 /// `, set_config('idle_in_transaction_session_timeout', …, true) AS
