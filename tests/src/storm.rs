@@ -129,7 +129,19 @@ where
 }
 
 /// The server's id of the connection `conn` runs on.
+///
+/// # Panics
+/// If the server does not answer with it.
 pub async fn connection_id(conn: &impl ConnectionTrait) -> i64 {
+    try_connection_id(conn).await.expect("connection id")
+}
+
+/// [`connection_id`], or the error that kept the server from giving it (the
+/// backend's id through pgbouncer).
+///
+/// # Errors
+/// The query failed, or returned no row.
+pub async fn try_connection_id(conn: &impl ConnectionTrait) -> Result<i64, sea_orm::DbErr> {
     let backend = conn.get_database_backend();
     let sql = match backend {
         DbBackend::Postgres => "SELECT pg_backend_pid()::int8 AS id",
@@ -137,8 +149,7 @@ pub async fn connection_id(conn: &impl ConnectionTrait) -> i64 {
     };
     let row = conn
         .query_one_raw(Statement::from_string(backend, sql))
-        .await
-        .expect("connection id")
-        .expect("one row");
-    row.try_get("", "id").expect("id column")
+        .await?
+        .ok_or_else(|| sea_orm::DbErr::RecordNotFound("the connection's id".into()))?;
+    row.try_get("", "id")
 }

@@ -323,21 +323,13 @@ async fn crash(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
     let instance = env.server.own_instance().ok_or(
         "a server crash runs only on the chaos run's own servers (mariadb-own, postgres-own)",
     )?;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clusters/instances.sh");
     env.window.open();
     let struck = Instant::now();
-    let crashed = tokio::process::Command::new("bash")
-        .args([script, "crash", instance])
-        .output()
-        .await?;
-    if !crashed.status.success() {
-        return Err(format!(
-            "{script} crash {instance}: {}",
-            String::from_utf8_lossy(&crashed.stderr)
-        )
-        .into());
+    let served = async {
+        cluster_script("instances.sh", &["crash", instance]).await?;
+        serves_again(env).await
     }
-    let served = serves_again(env).await;
+    .await;
     env.window.close();
     served?;
     victims.recovered_in(struck.elapsed());
@@ -352,37 +344,18 @@ const SETTLE: Duration = Duration::from_secs(2);
 /// primary, and while the group is put back (the old primary rejoins and is
 /// made primary again: a planned switch).
 async fn primary_kill(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clusters/group-replication.sh");
-    let group = |args: &'static [&'static str]| async move {
-        let out = tokio::process::Command::new("bash")
-            .arg(script)
-            .args(args)
-            .output()
-            .await?;
-        if out.status.success() {
-            Ok::<_, BoxError>(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-        } else {
-            Err(format!(
-                "{script} {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-            .into())
-        }
-    };
-    let primary = group(&["primary"]).await?;
-    let kill: &'static [&'static str] = match primary.as_str() {
-        "1" => &["kill", "1"],
-        "2" => &["kill", "2"],
-        "3" => &["kill", "3"],
-        other => return Err(format!("no primary to kill: `{other}`").into()),
-    };
+    const GROUP: &str = "group-replication.sh";
+    let primary = cluster_script(GROUP, &["primary"]).await?;
+    if !["1", "2", "3"].contains(&primary.as_str()) {
+        return Err(format!("no primary to kill: `{primary}`").into());
+    }
     env.window.open();
     let struck = Instant::now();
     let outcome = async {
-        group(kill).await?;
+        cluster_script(GROUP, &["kill", &primary]).await?;
         serves_again(env).await?;
         victims.recovered_in(struck.elapsed());
-        group(&["start"]).await?;
+        cluster_script(GROUP, &["start"]).await?;
         serves_again(env).await?;
         // The pool's connections to the member demoted by the switch back
         // each fail their next lock statement once (hierlock ends them, and
@@ -393,6 +366,25 @@ async fn primary_kill(env: &Env, victims: &mut Victims) -> Result<(), BoxError> 
     .await;
     env.window.close();
     outcome
+}
+
+/// Run `tests/clusters/<name>` with `args`; its output, trimmed.
+async fn cluster_script(name: &str, args: &[&str]) -> Result<String, BoxError> {
+    let script = format!("{}/clusters/{name}", env!("CARGO_MANIFEST_DIR"));
+    let out = tokio::process::Command::new("bash")
+        .arg(&script)
+        .args(args)
+        .output()
+        .await?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(format!(
+            "{script} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into())
+    }
 }
 
 /// Wait until a transaction on the steady load's pool takes the hot key
@@ -461,7 +453,7 @@ impl Victim {
                 locker.acquire(txn, [hot().write()]).await?;
                 let first = holding_tx.lock().expect("victim").take();
                 if let Some(holding) = first {
-                    let id = connection_id(txn).await?;
+                    let id = crate::storm::try_connection_id(txn).await?;
                     let _ = holding.send(id);
                     let mut fault = fault_rx.clone();
                     drop(fault.wait_for(|done| *done).await);
@@ -512,19 +504,4 @@ impl Victim {
         }
         Ok(())
     }
-}
-
-/// The server's id of the connection `txn` runs on (the backend's, through
-/// pgbouncer).
-async fn connection_id(txn: &impl ConnectionTrait) -> Result<i64, hierlock::Error> {
-    let backend = txn.get_database_backend();
-    let sql = match backend {
-        DbBackend::Postgres => "SELECT pg_backend_pid()::int8 AS id",
-        _ => "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id",
-    };
-    let row = txn
-        .query_one_raw(Statement::from_string(backend, sql))
-        .await?
-        .ok_or_else(|| hierlock::Error::from(sea_orm::DbErr::RecordNotFound("no id".into())))?;
-    Ok(row.try_get("", "id")?)
 }
