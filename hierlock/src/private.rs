@@ -27,7 +27,8 @@ pub use sea_orm;
 pub mod dense {
     pub use crate::guarantee::dense::{
         Delete, LinkWrite, NestedFuture, NestedTxn, RawWrite, TransactionTrait,
-        ValidatedDeleteOne, delete, insert, links, update,
+        ValidatedDeleteOne, delete, delete_links, delete_links_self, establish_links,
+        establish_links_self, establish_links_self_rev, insert, update,
     };
 }
 

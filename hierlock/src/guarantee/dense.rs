@@ -41,15 +41,16 @@
 //! opened by the proof's [`TransactionTrait::begin`], so a refused row
 //! rolls the whole save back: nothing of it remains.
 //!
+//! The junction rows of a `via` relation, which SeaORM links and unlinks
+//! with its own bulk statements, go through the inherent
+//! `establish_links*` / `delete_links*` instead: each is a checked row
+//! write of the junction entity (see `links`).
+//!
 //! Refused at run time with [`Error::Misuse`] (nothing of the save
 //! remains; the message names the flat write): a row above the proof's
 //! level (a `BelongsTo` parent saved through a child under the child's
-//! proof), a row whose ID fields above its own are not set (SeaORM fills a
-//! child's foreign key to its parent, not its grandparent's ID), and
-//! junction links (`via`), which SeaORM writes with its own bulk statements
-//! (SeaORM's nested code leaves out the `via` fields of a protected entity,
-//! whose relation is named, so these are not reached from a nested save;
-//! refused if they are).
+//! proof), and a row whose ID fields above its own are not set (SeaORM
+//! fills a child's foreign key to its parent, not its grandparent's ID).
 //! A row outside the proof is [`Error::NotCovered`], naming the row.
 //!
 //! hierlock's errors travel through SeaORM's `DbErr` inside the save
@@ -65,9 +66,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use sea_orm::{
-    AccessMode, ActiveModelBehavior, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
-    DeleteResult, ExecResult, IsolationLevel, QueryResult, Statement, TransactionError,
-    TransactionOptions, TransactionSession,
+    AccessMode, ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction,
+    DbBackend, DbErr, DeleteResult, ExecResult, IsolationLevel, QueryResult,
+    Related, RelatedSelfVia, Statement, TransactionError, TransactionOptions, TransactionSession,
 };
 
 use super::proof::{LevelMarker, Locked, Write};
@@ -77,6 +78,8 @@ use super::protect::{
 use crate::error::Error;
 use crate::model::level::Level;
 use crate::model::target::Request;
+
+mod links;
 
 /// Stands in for `sea_orm::TransactionTrait` in a protected dense entity's
 /// module: the bound of `ActiveModelEx::{save, insert, update, delete,
@@ -120,13 +123,14 @@ pub trait RawWrite {
 
 /// The bound of the inherent `establish_links*` / `delete_links*` that
 /// `#[protected]` gives a dense entity's `ActiveModelEx` and raw
-/// `ActiveModel`: not implemented by any type.
+/// `ActiveModel` (what a nested save calls for its `via` relations):
+/// implemented by [`NestedTxn`] only, which checks each junction row.
 #[diagnostic::on_unimplemented(
     message = "SeaORM's junction links of a protected entity would be written without a lock: `{Self}` is not a lock proof",
     label = "writes junction rows with no lock proof",
     note = "write the junction rows in a `#[hierlocked]` method with the proof: `junction::Entity::insert(am).exec(&lock)` per link, `junction::Entity::delete_many().filter(..).exec(&lock)` to unlink"
 )]
-pub trait LinkWrite {}
+pub trait LinkWrite: RawWrite {}
 
 /// Stands in for `sea_orm::Delete` in a protected dense entity's module:
 /// what its `delete_by_<unique key>` functions call.
@@ -323,18 +327,108 @@ where
     })
 }
 
-/// The inherent `establish_links*` / `delete_links*` of a protected dense
-/// entity in a nested save: refused ([`Error::Misuse`](crate::Error::Misuse);
-/// the save is rolled back).
+/// The inherent `establish_links` of a protected dense entity (SeaORM's
+/// `via` relation in a nested save): the junction rows linking `model` to
+/// `related`, written as SeaORM's (`delete_leftover`: the links to rows
+/// not in `related` are deleted), each a checked row write.
 #[doc(hidden)]
-pub fn links<'a, T: Send + 'a, C: LinkWrite + ?Sized>(_db: &'a C) -> NestedFuture<'a, T> {
-    Box::pin(std::future::ready(Err(carried(Error::Misuse(
-        "a nested save of a protected entity does not write junction links (`via` relations): \
-         SeaORM writes them with its own bulk statements, which hierlock does not check; \
-         save the rows without their `via` relations and write the junction rows with \
-         `junction::Entity::insert(am).exec(&lock)`"
-            .to_owned(),
-    )))))
+pub fn establish_links<'a, M, R, J, C>(
+    model: &'a M,
+    related: &'a [R],
+    delete_leftover: bool,
+    db: &'a C,
+) -> NestedFuture<'a, ()>
+where
+    M: ActiveModelTrait + Sync,
+    M::Entity: Protect,
+    R: ActiveModelTrait + Sync,
+    R::Entity: Protect,
+    J: Protect + Related<M::Entity> + Related<R::Entity>,
+    J::Model: Send + Sync,
+    J::ActiveModel: ActiveModelBehavior + From<J::Model> + Send + Sync,
+    C: LinkWrite + ?Sized,
+{
+    let left = <J as Related<M::Entity>>::to();
+    let right = <J as Related<R::Entity>>::to();
+    links::write::<M, R, J>(model, related, (left, right), delete_leftover, db.nested())
+}
+
+/// The inherent `establish_links_self` of a protected dense entity (a
+/// `self_ref` `via` relation), as [`establish_links`].
+#[doc(hidden)]
+pub fn establish_links_self<'a, M, J, C>(
+    model: &'a M,
+    related: &'a [M],
+    delete_leftover: bool,
+    db: &'a C,
+) -> NestedFuture<'a, ()>
+where
+    M: ActiveModelTrait + Sync,
+    M::Entity: Protect + RelatedSelfVia<J>,
+    J: Protect,
+    J::Model: Send + Sync,
+    J::ActiveModel: ActiveModelBehavior + From<J::Model> + Send + Sync,
+    C: LinkWrite + ?Sized,
+{
+    let left = <M::Entity as RelatedSelfVia<J>>::via().rev();
+    let right = <M::Entity as RelatedSelfVia<J>>::to();
+    links::write::<M, M, J>(model, related, (left, right), delete_leftover, db.nested())
+}
+
+/// The inherent `establish_links_self_rev` of a protected dense entity (the
+/// reverse side of a `self_ref` `via` relation), as [`establish_links`].
+#[doc(hidden)]
+pub fn establish_links_self_rev<'a, M, J, C>(
+    model: &'a M,
+    related: &'a [M],
+    delete_leftover: bool,
+    db: &'a C,
+) -> NestedFuture<'a, ()>
+where
+    M: ActiveModelTrait + Sync,
+    M::Entity: Protect + RelatedSelfVia<J>,
+    J: Protect,
+    J::Model: Send + Sync,
+    J::ActiveModel: ActiveModelBehavior + From<J::Model> + Send + Sync,
+    C: LinkWrite + ?Sized,
+{
+    let left = <M::Entity as RelatedSelfVia<J>>::to();
+    let right = <M::Entity as RelatedSelfVia<J>>::via().rev();
+    links::write::<M, M, J>(model, related, (left, right), delete_leftover, db.nested())
+}
+
+/// The inherent `delete_links` of a protected dense entity (a nested
+/// delete of a row with a `via` relation): its junction rows, deleted as
+/// a protected `delete_many` (every row checked; one outside the proof:
+/// nothing deleted).
+#[doc(hidden)]
+pub fn delete_links<'a, M, J, C>(model: &'a M, db: &'a C) -> NestedFuture<'a, DeleteResult>
+where
+    M: ActiveModelTrait + Sync,
+    J: Protect + Related<M::Entity>,
+    J::Model: Send + Sync,
+    C: LinkWrite + ?Sized,
+{
+    let relations = vec![<J as Related<M::Entity>>::to()];
+    links::delete::<M, J>(model, relations, db.nested())
+}
+
+/// The inherent `delete_links_self` of a protected dense entity, as
+/// [`delete_links`]: the junction rows on either side of the row.
+#[doc(hidden)]
+pub fn delete_links_self<'a, M, J, C>(model: &'a M, db: &'a C) -> NestedFuture<'a, DeleteResult>
+where
+    M: ActiveModelTrait + Sync,
+    M::Entity: RelatedSelfVia<J>,
+    J: Protect,
+    J::Model: Send + Sync,
+    C: LinkWrite + ?Sized,
+{
+    let relations = vec![
+        <M::Entity as RelatedSelfVia<J>>::via().rev(),
+        <M::Entity as RelatedSelfVia<J>>::to(),
+    ];
+    links::delete::<M, J>(model, relations, db.nested())
 }
 
 // Not listed in the errors of a nested write without a proof (which

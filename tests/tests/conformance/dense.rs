@@ -85,6 +85,52 @@ pub mod resource {
         pub balance: i64,
         #[sea_orm(belongs_to, from = "account_id", to = "id")]
         pub account: HasOne<super::account::Entity>,
+        #[sea_orm(has_many, via = "resource_tag")]
+        pub tags: HasMany<super::tag::Entity>,
+    }
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// A user's labels, linked to resources through `resource_tag`.
+#[hierlock::protected(level = user, user = user_id)]
+pub mod tag {
+    use hierlock::sea_orm::entity::prelude::*;
+
+    #[sea_orm::model]
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "hld_tags")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: i64,
+        pub user_id: i64,
+        pub label: String,
+        #[sea_orm(has_many, via = "resource_tag")]
+        pub resources: HasMany<super::resource::Entity>,
+    }
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// The junction: a link belongs to its resource's node.
+#[hierlock::protected(level = resource, user = user_id, account = account_id, resource = resource_id)]
+pub mod resource_tag {
+    use hierlock::sea_orm::entity::prelude::*;
+
+    #[sea_orm::model]
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "hld_resource_tags")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub resource_id: i64,
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub tag_id: i64,
+        pub user_id: i64,
+        pub account_id: i64,
+        #[sea_orm(belongs_to, from = "resource_id", to = "id")]
+        pub resource: HasOne<super::resource::Entity>,
+        #[sea_orm(belongs_to, from = "tag_id", to = "id")]
+        pub tag: HasOne<super::tag::Entity>,
     }
 
     impl ActiveModelBehavior for ActiveModel {}
@@ -169,10 +215,16 @@ struct Contents {
 /// A fixture whose three tables are created afresh from the entities
 /// (`Schema::create_table_from_entity` of their `Table`) and seeded with
 /// user 2's rows.
-async fn seeded(backend: Backend) -> (Fixture, tokio::sync::MutexGuard<'static, ()>) {
+pub(crate) async fn seeded(backend: Backend) -> (Fixture, tokio::sync::MutexGuard<'static, ()>) {
     let turn = TURN.lock().await;
     let fx = Fixture::new(backend, "hld_dense", 1000).await;
-    for table in ["hld_resources", "hld_accounts", "hld_users"] {
+    for table in [
+        "hld_resource_tags",
+        "hld_tags",
+        "hld_resources",
+        "hld_accounts",
+        "hld_users",
+    ] {
         fx.exec(&format!("DROP TABLE IF EXISTS {table}")).await;
     }
     let db_backend = fx.db.get_database_backend();
@@ -181,6 +233,8 @@ async fn seeded(backend: Backend) -> (Fixture, tokio::sync::MutexGuard<'static, 
         db_backend.build(&schema.create_table_from_entity(user::Table)),
         db_backend.build(&schema.create_table_from_entity(account::Table)),
         db_backend.build(&schema.create_table_from_entity(resource::Table)),
+        db_backend.build(&schema.create_table_from_entity(tag::Table)),
+        db_backend.build(&schema.create_table_from_entity(resource_tag::Table)),
     ] {
         fx.db
             .execute_raw(statement.clone())
@@ -256,7 +310,7 @@ fn seed() -> Contents {
 
 /// Run `body` with a write-lock proof on user 1, on `txn`.
 #[hierlocked(user = 1, locker = locker)]
-async fn as_user_1<T>(
+pub(crate) async fn as_user_1<T>(
     locker: &Locker,
     txn: &DatabaseTransaction,
     body: impl AsyncFnOnce(&Locked<'_, UserLevel>) -> T,
@@ -424,7 +478,7 @@ pub async fn dense_protected_uncovered_writes_are_not_covered(backend: Backend) 
 }
 
 /// A new account of user 1 (`id` 0: left to the server).
-fn new_account(id: i64, name: &str) -> account::ActiveModel {
+pub(crate) fn new_account(id: i64, name: &str) -> account::ActiveModel {
     account::ActiveModel {
         id: if id == 0 { NotSet } else { Set(id) },
         user_id: Set(1),
@@ -434,7 +488,7 @@ fn new_account(id: i64, name: &str) -> account::ActiveModel {
 
 /// A new resource of user `user` (`id` 0: left to the server; its account
 /// left to the nested save).
-fn new_resource(id: i64, user: i64, balance: i64) -> resource::ActiveModel {
+pub(crate) fn new_resource(id: i64, user: i64, balance: i64) -> resource::ActiveModel {
     resource::ActiveModel {
         id: if id == 0 { NotSet } else { Set(id) },
         user_id: Set(user),
@@ -445,7 +499,7 @@ fn new_resource(id: i64, user: i64, balance: i64) -> resource::ActiveModel {
 
 /// The hierlock error a nested save returned.
 #[track_caller]
-fn nested_error<T: std::fmt::Debug>(
+pub(crate) fn nested_error<T: std::fmt::Debug>(
     outcome: Result<T, DbErr>,
     kind: ErrorKind,
     what: &str,

@@ -9,6 +9,7 @@
 mod cancel;
 mod deadlock;
 mod dense;
+mod dense_links;
 mod errors;
 mod faults;
 mod handle;
@@ -74,6 +75,8 @@ macro_rules! common_tests {
             dense::dense_nested_save_outside_the_proof_writes_nothing,
             dense::dense_nested_save_refuses_what_it_cannot_prove,
             dense::dense_nested_save_sends_the_statements_seaorms_own_sends,
+            dense_links::dense_nested_links_under_a_proof_write_every_junction_row,
+            dense_links::dense_nested_links_outside_the_proof_write_nothing,
             write_statements::protected_writes_send_the_statements_seaorms_own_writes_send,
             write_statements::protected_bulk_writes_take_two_statements_whatever_the_rows,
             typed_coverage::integer_ids_are_covered_by_the_nodes_their_text_names,

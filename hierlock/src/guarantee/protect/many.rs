@@ -267,7 +267,12 @@ where
         P: WriteProof<E::Level> + ?Sized,
     {
         let lock = Proof::of(lock);
-        Box::pin(async move {
+        Box::pin(self.run(lock))
+    }
+
+    /// [`exec`](Self::exec) on a proof's locks.
+    pub(crate) async fn run(self, lock: Proof<'_>) -> Result<u64> {
+        {
             let txn = lock.txn();
             let delete = |rows: Condition| E::delete_many().filter(self.filter.clone()).filter(rows);
             let coverage = coverage::rows::<E>(lock, None);
@@ -296,7 +301,7 @@ where
                     .rows_affected;
             }
             Ok(deleted)
-        })
+        }
     }
 }
 

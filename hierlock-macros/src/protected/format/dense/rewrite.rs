@@ -12,11 +12,12 @@
 //! entities. The variant of `Relation` SeaORM infers from the target's
 //! module name is kept: written out on a `belongs_to` field
 //! (`relation_enum = "Account"`), so that `Relation::Account` means what it
-//! means in plain SeaORM; a `has_one` / `has_many` field keeps the inferred
-//! variant (`HierlockAccount`: SeaORM's nested save skips a `has_one` /
-//! `has_many` field that names its `relation_enum`), and the sealed module
-//! gets `Relation::Account` as an associated constant of that value
-//! ([`Alias`]).
+//! means in plain SeaORM, with the inferred name (`HierlockAccount`) as an
+//! associated constant of that value ([`Alias`]) for the `via` fields that
+//! name the module as their junction; a `has_one` / `has_many` field, `via`
+//! or not, keeps the inferred variant (SeaORM's nested save skips a field
+//! that names its `relation_enum`), and the sealed module gets
+//! `Relation::Account` as an alias of it.
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
@@ -93,10 +94,11 @@ fn sealed_ident(module: &str, span: Span) -> Ident {
     )
 }
 
-/// `via = "m"` / `via = "m::Variant"` → the sealed junction module; and
-/// `relation_enum = "<Module>"` added to a `belongs_to` / `via` attribute
-/// without one; for a `has_one` / `has_many` one without, the alias of the
-/// variant SeaORM infers.
+/// `via = "m"` / `via = "m::Variant"` → the sealed junction module; and,
+/// on an attribute without a `relation_enum`, `relation_enum = "<Module>"`
+/// added to a `belongs_to` (aliased under the inferred name), and for a
+/// `has_one` / `has_many` (not `via`) the alias of the variant SeaORM
+/// infers.
 fn rewrite_attr(attr: &mut Attribute, target_module: Option<&str>) -> Option<Alias> {
     let Meta::List(list) = &mut attr.meta else {
         return None;
@@ -139,18 +141,30 @@ fn rewrite_attr(attr: &mut Attribute, target_module: Option<&str>) -> Option<Ali
         .iter()
         .any(|k| matches!(k.as_str(), "relation_enum" | "self_ref"));
     let has = |key: &str| keys.iter().any(|k| k == key);
-    let saved_by_nested = (has("has_one") || has("has_many")) && !has("via") && !has("belongs_to");
     let mut alias = None;
     if let (true, false, Some(module)) = (is_relation_attr, named, target_module) {
-        let variant = upper_camel(module);
-        if saved_by_nested {
-            let span = Span::call_site();
+        let span = Span::call_site();
+        let variant = Ident::new(&upper_camel(module), span);
+        let inferred = Ident::new(&upper_camel(&sealed_ident(module, span).to_string()), span);
+        if has("belongs_to") {
+            // The variant as plain SeaORM names it, and under the name
+            // SeaORM infers from the sealed target, which a `via` field of
+            // the other side names (this module as its junction).
+            let name = variant.to_string();
+            tokens = quote!(#tokens, relation_enum = #name);
             alias = Some(Alias {
-                name: Ident::new(&variant, span),
-                variant: Ident::new(&upper_camel(&sealed_ident(module, span).to_string()), span),
+                name: inferred,
+                variant,
             });
+        } else if has("via") {
+            // Named, SeaORM's nested save would skip the links; its
+            // `Related` names the junction's variant by the inferred name,
+            // which the junction aliases.
         } else {
-            tokens = quote!(#tokens, relation_enum = #variant);
+            alias = Some(Alias {
+                name: variant,
+                variant: inferred,
+            });
         }
     }
     list.tokens = tokens;
@@ -221,17 +235,23 @@ mod tests {
         // A `has_many` keeps SeaORM's inferred variant (a named one would
         // drop out of the nested save), aliased under the plain name.
         assert!(out.contains(r#"# [sea_orm (has_many)]"#), "{out}");
+        // A `belongs_to` gets the plain name, aliased under the inferred
+        // one (which `via` fields naming this module as junction use).
         assert_eq!(
             aliases,
-            [("Account".to_owned(), "HierlockAccount".to_owned())]
+            [
+                ("Account".to_owned(), "HierlockAccount".to_owned()),
+                ("HierlockUser".to_owned(), "User".to_owned()),
+            ]
         );
         assert!(
             out.contains("BelongsTo < Option < super :: __hierlock_user :: Entity > >"),
             "{out}"
         );
         assert!(out.contains(r#"relation_enum = "User""#), "{out}");
+        // A `via` field is not named: SeaORM's nested save keeps it.
         assert!(
-            out.contains(r#"via = "__hierlock_resource_tag" , relation_enum = "Tag""#),
+            out.contains(r#"# [sea_orm (has_many , via = "__hierlock_resource_tag")]"#),
             "{out}"
         );
         // Self-references are left alone.

@@ -15,7 +15,8 @@
 //!   proof) carries: called directly, on `<Table as EntityTrait>::ActiveModel(Ex)`
 //!   with anything else, each is a compile error too. Under a proof the
 //!   row writes check each row against it (`hierlock::__private::dense::{insert,
-//!   update, delete}`), and the junction links are refused at run time.
+//!   update, delete}`), and so do the junction links of `via` relations
+//!   (`hierlock::__private::dense::{establish_links*, delete_links*}`).
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -53,50 +54,95 @@ pub(in crate::protected) fn shadows(krate: &Path, aliases: &[Alias]) -> TokenStr
     let model = future(quote!(Model));
     let deleted = future(quote!(#sea_orm::DeleteResult));
     let unit = future(quote!(()));
+    let dense = quote!(#krate::__private::dense);
+    let protect = quote!(#krate::Protect);
+    let junction = quote! {
+        J: #protect,
+        <J as #sea_orm::EntityTrait>::Model: ::core::marker::Send + ::core::marker::Sync,
+    };
+    let junction_rows = quote! {
+        #junction
+        <J as #sea_orm::EntityTrait>::ActiveModel: #sea_orm::ActiveModelBehavior
+            + ::core::convert::From<<J as #sea_orm::EntityTrait>::Model>
+            + ::core::marker::Send
+            + ::core::marker::Sync,
+    };
     let link_methods = quote! {
-        /// Not available on a protected entity: it would write junction
-        /// rows without a lock.
-        pub fn establish_links<'__hierlock, J, R, C>(&self, _: J, _: &[R], _: bool, db: &'__hierlock C) -> #unit
+        /// Only in a nested save under a proof, which checks each junction
+        /// row: use `junction::Entity::insert(am).exec(&lock)` per link.
+        pub fn establish_links<'__hierlock, J, R, C>(
+            &'__hierlock self,
+            _: J,
+            related: &'__hierlock [R],
+            delete_leftover: bool,
+            db: &'__hierlock C,
+        ) -> #unit
         where
+            R: #sea_orm::ActiveModelTrait + ::core::marker::Sync,
+            <R as #sea_orm::ActiveModelTrait>::Entity: #protect,
+            J: #sea_orm::Related<Entity> + #sea_orm::Related<<R as #sea_orm::ActiveModelTrait>::Entity>,
+            #junction_rows
             C: #links + ?Sized,
         {
-            #krate::__private::dense::links(db)
+            #dense::establish_links::<Self, R, J, C>(self, related, delete_leftover, db)
         }
 
-        /// Not available on a protected entity: it would write junction
-        /// rows without a lock.
-        pub fn establish_links_self<'__hierlock, J, R, C>(&self, _: J, _: &[R], _: bool, db: &'__hierlock C) -> #unit
+        /// Only in a nested save under a proof, which checks each junction
+        /// row: use `junction::Entity::insert(am).exec(&lock)` per link.
+        pub fn establish_links_self<'__hierlock, J, C>(
+            &'__hierlock self,
+            _: J,
+            related: &'__hierlock [Self],
+            delete_leftover: bool,
+            db: &'__hierlock C,
+        ) -> #unit
         where
+            Entity: #sea_orm::RelatedSelfVia<J>,
+            #junction_rows
             C: #links + ?Sized,
         {
-            #krate::__private::dense::links(db)
+            #dense::establish_links_self::<Self, J, C>(self, related, delete_leftover, db)
         }
 
-        /// Not available on a protected entity: it would write junction
-        /// rows without a lock.
-        pub fn establish_links_self_rev<'__hierlock, J, R, C>(&self, _: J, _: &[R], _: bool, db: &'__hierlock C) -> #unit
+        /// Only in a nested save under a proof, which checks each junction
+        /// row: use `junction::Entity::insert(am).exec(&lock)` per link.
+        pub fn establish_links_self_rev<'__hierlock, J, C>(
+            &'__hierlock self,
+            _: J,
+            related: &'__hierlock [Self],
+            delete_leftover: bool,
+            db: &'__hierlock C,
+        ) -> #unit
         where
+            Entity: #sea_orm::RelatedSelfVia<J>,
+            #junction_rows
             C: #links + ?Sized,
         {
-            #krate::__private::dense::links(db)
+            #dense::establish_links_self_rev::<Self, J, C>(self, related, delete_leftover, db)
         }
 
-        /// Not available on a protected entity: it would delete junction
-        /// rows without a lock.
-        pub fn delete_links<'__hierlock, J, C>(&self, _: J, db: &'__hierlock C) -> #deleted
+        /// Only in a nested delete under a proof, which checks each
+        /// junction row: use `junction::Entity::delete_many().filter(..)
+        /// .exec(&lock)`.
+        pub fn delete_links<'__hierlock, J, C>(&'__hierlock self, _: J, db: &'__hierlock C) -> #deleted
         where
+            J: #sea_orm::Related<Entity>,
+            #junction
             C: #links + ?Sized,
         {
-            #krate::__private::dense::links(db)
+            #dense::delete_links::<Self, J, C>(self, db)
         }
 
-        /// Not available on a protected entity: it would delete junction
-        /// rows without a lock.
-        pub fn delete_links_self<'__hierlock, J, C>(&self, _: J, db: &'__hierlock C) -> #deleted
+        /// Only in a nested delete under a proof, which checks each
+        /// junction row: use `junction::Entity::delete_many().filter(..)
+        /// .exec(&lock)`.
+        pub fn delete_links_self<'__hierlock, J, C>(&'__hierlock self, _: J, db: &'__hierlock C) -> #deleted
         where
+            Entity: #sea_orm::RelatedSelfVia<J>,
+            #junction
             C: #links + ?Sized,
         {
-            #krate::__private::dense::links(db)
+            #dense::delete_links_self::<Self, J, C>(self, db)
         }
     };
     quote! {
