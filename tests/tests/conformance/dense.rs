@@ -42,6 +42,38 @@ pub mod user {
         pub email: String,
         #[sea_orm(has_many)]
         pub accounts: HasMany<super::account::Entity>,
+        #[sea_orm(self_ref, via = "user_follower", from = "User", to = "Follower")]
+        pub followers: HasMany<Entity>,
+        #[sea_orm(self_ref, via = "user_follower", reverse)]
+        pub following: HasMany<Entity>,
+    }
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// The self-referencing junction: a follow sits at the followed user's
+/// node.
+#[hierlock::protected(level = user, user = user_id)]
+pub mod user_follower {
+    use hierlock::sea_orm::entity::prelude::*;
+
+    #[sea_orm::model]
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "hld_user_followers")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub user_id: i64,
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub follower_id: i64,
+        #[sea_orm(belongs_to, from = "user_id", to = "id")]
+        pub user: BelongsTo<super::user::Entity>,
+        #[sea_orm(
+            belongs_to,
+            relation_enum = "Follower",
+            from = "follower_id",
+            to = "id"
+        )]
+        pub follower: BelongsTo<super::user::Entity>,
     }
 
     impl ActiveModelBehavior for ActiveModel {}
@@ -219,6 +251,7 @@ pub(crate) async fn seeded(backend: Backend) -> (Fixture, tokio::sync::MutexGuar
     let turn = TURN.lock().await;
     let fx = Fixture::new(backend, "hld_dense", 1000).await;
     for table in [
+        "hld_user_followers",
         "hld_resource_tags",
         "hld_tags",
         "hld_resources",
@@ -235,6 +268,7 @@ pub(crate) async fn seeded(backend: Backend) -> (Fixture, tokio::sync::MutexGuar
         db_backend.build(&schema.create_table_from_entity(resource::Table)),
         db_backend.build(&schema.create_table_from_entity(tag::Table)),
         db_backend.build(&schema.create_table_from_entity(resource_tag::Table)),
+        db_backend.build(&schema.create_table_from_entity(user_follower::Table)),
     ] {
         fx.db
             .execute_raw(statement.clone())

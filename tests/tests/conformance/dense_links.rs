@@ -6,7 +6,9 @@
 //! The schema is `dense`'s: a resource has tags (user level) through
 //! `resource_tag`, whose rows sit at their resource's node. User 2's
 //! resource 200 is linked to its tag 5 and to user 1's tag 1 (written
-//! here, raw); the proof is a write lock on user 1.
+//! here, raw); the proof is a write lock on user 1. Users follow users
+//! through `user_follower` (self-referencing), a follow at the followed
+//! user's node.
 
 use hierlock::sea_orm::{ActiveValue::Set, ConnectionTrait, QueryFilter, Statement};
 use hierlock::{ErrorKind, Locked, proof::UserLevel};
@@ -290,4 +292,97 @@ pub async fn dense_nested_links_outside_the_proof_write_nothing(backend: Backend
         .collect::<Vec<_>>();
     tags.sort();
     assert_eq!(tags, [1, 2, 3, 5], "no tag written or deleted");
+}
+
+/// Every follow: (followed, follower).
+async fn follows(fx: &Fixture) -> Vec<(i64, i64)> {
+    let sql = "SELECT user_id, follower_id FROM hld_user_followers ORDER BY user_id, follower_id";
+    fx.db
+        .query_all_raw(Statement::from_string(
+            fx.db.get_database_backend(),
+            sql.to_owned(),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .iter()
+        .map(|r| {
+            (
+                r.try_get("", "user_id").unwrap(),
+                r.try_get("", "follower_id").unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A stored user, as a nested save links it.
+async fn stored_user(lock: &Locked<'_, UserLevel>, id: i64) -> user::ActiveModel {
+    user::Entity::find_by_id(id)
+        .one(lock.txn())
+        .await
+        .expect("read a user")
+        .expect("the user")
+        .into()
+}
+
+pub async fn dense_nested_self_links_are_checked_at_their_node(backend: Backend) {
+    let (fx, _turn) = seeded(backend).await;
+    let txn = fx.begin().await;
+    as_user_1(&fx.locker, &txn, async |lock| {
+        user::Entity::insert(user::ActiveModel {
+            id: Set(1),
+            email: Set("alice@example.com".to_owned()),
+        })
+        .exec(lock)
+        .await
+        .expect("insert user 1");
+        // User 2 follows user 1: the follow sits at user 1's node.
+        user::NestedActiveModel::from(stored_user(lock, 1).await)
+            .add_follower(stored_user(lock, 2).await)
+            .save(lock)
+            .await
+            .expect("user 2 follows user 1");
+        // User 1 follows user 2 (the reverse side): at user 2's node.
+        let outcome = user::NestedActiveModel::from(stored_user(lock, 1).await)
+            .add_following(stored_user(lock, 2).await)
+            .save(lock)
+            .await;
+        let e = nested_error(outcome, ErrorKind::NotCovered, "a follow of user 2");
+        assert!(e.to_string().contains("hld_user_followers"), "{e}");
+    })
+    .await
+    .expect("locks");
+    txn.commit().await.expect("commit");
+    assert_eq!(follows(&fx).await, [(1, 2)]);
+
+    // User 1 follows user 2, written raw (user 2's service).
+    fx.exec("INSERT INTO hld_user_followers (user_id, follower_id) VALUES (2, 1)")
+        .await;
+    let txn = fx.begin().await;
+    as_user_1(&fx.locker, &txn, async |lock| {
+        // A deep delete of user 1 would delete the follow at user 2's node.
+        let alice = user::Entity::find_by_id(1)
+            .one(lock.txn())
+            .await
+            .expect("read user 1")
+            .expect("user 1");
+        let outcome = alice.cascade_delete(lock).await;
+        nested_error(outcome, ErrorKind::NotCovered, "cascade_delete of user 1");
+        // Replacing user 1's followers with none deletes user 1's own.
+        let mut unfollowed = user::NestedActiveModel::from(stored_user(lock, 1).await);
+        unfollowed.followers.replace_all([]);
+        unfollowed
+            .save(lock)
+            .await
+            .expect("Replace of user 1's followers");
+    })
+    .await
+    .expect("locks");
+    txn.commit().await.expect("commit");
+    assert_eq!(follows(&fx).await, [(2, 1)]);
+    let users = user::Entity::find()
+        .all(&fx.db)
+        .await
+        .expect("read users")
+        .len();
+    assert_eq!(users, 2, "user 1 not deleted");
 }
