@@ -90,8 +90,8 @@ mod links;
 #[diagnostic::on_unimplemented(
     message = "SeaORM's nested writes of a protected entity would run without a lock: `{Self}` cannot run them",
     label = "writes this row and its related rows with no lock proof",
-    note = "`save`, `insert`, `update`, `delete` and `action` of an `ActiveModelEx`, `ModelEx::delete` and `Model::cascade_delete` are not available on a protected entity",
-    note = "write each row in a `#[hierlocked]` method with the proof, one statement per row: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)`, `Entity::delete(model).exec(&lock)` (a row's children: `Entity::delete_many().filter(..).exec(&lock)`)"
+    note = "a protected entity's nested writes (`save`, `insert`, `update`, `delete`, `action`, `ModelEx::delete`, `Model::cascade_delete`) run with a write proof, which checks every row they write: `NestedActiveModel::from(am).add_..(..).save(&lock)` in a `#[hierlocked]` method",
+    note = "or write each row flat with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)`, `Entity::delete(model).exec(&lock)` (a row's children: `Entity::delete_many().filter(..).exec(&lock)`)"
 )]
 pub trait TransactionTrait: Sync {
     /// The transaction the nested write runs in.

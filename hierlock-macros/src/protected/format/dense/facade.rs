@@ -60,14 +60,14 @@ pub(in crate::protected) fn items(
         }
     });
     let message = format!(
-        "`{name}::ActiveModelEx` is not available on a protected entity: its `save`, `insert`, `update` \
-         and `delete` write related rows without a lock"
+        "`{name}::ActiveModelEx` is not available on a protected entity: its nested writes are \
+         spelled with a lock proof, on `{name}::NestedActiveModel`"
     );
     let label = "SeaORM's nested active model of a protected entity";
     let note = format!(
-        "build the row as `{name}::ActiveModel {{ field: Set(..), ..Default::default() }}` and write it in a \
-         `#[hierlocked]` method with the proof: `{name}::Entity::insert(am).exec(&lock)` (`update`, \
-         `delete` likewise); write each related row the same way, one statement per row"
+        "build it from a protected active model, `{name}::NestedActiveModel::from({name}::ActiveModel {{ .. }})`, \
+         and write it in a `#[hierlocked]` method with the proof: `.save(&lock)` (`insert`, `update`, \
+         `delete` likewise), which checks every row it writes"
     );
     let guard = quote!(&'__hierlock (): #krate::__private::NoNestedWrite<Entity>);
     quote! {
