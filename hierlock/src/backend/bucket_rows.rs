@@ -54,6 +54,9 @@ pub(crate) async fn take(
         // Earlier statements, or earlier rows of this one, may hold locks.
         let partial = partial || locks.len() > 1;
         let rows = run.query(stmt, partial, fence).await?;
+        if run.dialect.is_mysql_family() && super::mysql::on_read_only(&rows) {
+            return Err(run.on_read_only_server().await);
+        }
         check_provisioned(table, locks, &rows, partial || !rows.is_empty())?;
     }
     Ok(())

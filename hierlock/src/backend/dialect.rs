@@ -304,7 +304,8 @@ mod tests {
             .sql;
         let branch = |clause: &str| {
             format!(
-                "(SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
+                "(SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket, \
+                 CAST(@@GLOBAL.read_only AS SIGNED) AS hierlock_read_only \
                  FROM `hier_lock_buckets` WHERE level = ? AND bucket = ? {clause})"
             )
         };
@@ -341,14 +342,17 @@ mod tests {
     fn the_statement_names_exactly_the_planned_rows() {
         assert_eq!(
             sql(Dialect::MySql, 0, Wait::Block),
-            "(SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
+            "(SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket, \
+             CAST(@@GLOBAL.read_only AS SIGNED) AS hierlock_read_only \
              FROM `hier_lock_buckets` WHERE level = ? AND bucket = ? FOR SHARE) UNION ALL \
-             (SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
+             (SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket, \
+             CAST(@@GLOBAL.read_only AS SIGNED) AS hierlock_read_only \
              FROM `hier_lock_buckets` WHERE level = ? AND bucket = ? FOR SHARE)"
         );
         assert_eq!(
             sql(Dialect::MariaDb, 1, Wait::NoWait),
-            "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
+            "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket, \
+             CAST(@@GLOBAL.read_only AS SIGNED) AS hierlock_read_only \
              FROM `hier_lock_buckets` WHERE level = ? AND bucket = ? FOR UPDATE NOWAIT"
         );
         assert_eq!(

@@ -47,8 +47,8 @@ pub(super) fn point_lookups(
     let wait = wait_clause(flavor, wait);
     let member = |mode: LockMode| {
         format!(
-            "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket \
-             FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
+            "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket\
+             {READ_ONLY_COLUMN} FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
             lock_clause(flavor, mode)
         )
     };
@@ -94,7 +94,7 @@ pub(super) fn run_lists(
         write!(
             sql,
             "{sep}(SELECT CAST(b{i}.level AS SIGNED) AS locked_level, \
-             CAST(b{i}.bucket AS SIGNED) AS locked_bucket \
+             CAST(b{i}.bucket AS SIGNED) AS locked_bucket{READ_ONLY_COLUMN} \
              FROM JSON_TABLE(?, '$[*]' COLUMNS (level INT PATH '$[0]', bucket INT PATH '$[1]')) AS k{i} \
              STRAIGHT_JOIN {table} AS b{i} FORCE INDEX (PRIMARY) \
              ON b{i}.level = k{i}.level AND b{i}.bucket = k{i}.bucket {}{of}{wait})",
@@ -122,13 +122,31 @@ pub(super) fn fenced(mut stmt: Statement, fence: Fence) -> Statement {
         stmt.sql = format!("({})", stmt.sql);
     }
     stmt.sql
-        .push_str(" UNION ALL (SELECT NULL, NULL FROM DUAL WHERE GET_LOCK(?, 31536000) = 2)");
+        .push_str(" UNION ALL (SELECT NULL, NULL, NULL FROM DUAL WHERE GET_LOCK(?, 31536000) = 2)");
     let fence = Value::from(fence.mysql_name());
     match &mut stmt.values {
         Some(values) => values.0.push(fence),
         None => stmt.values = Some(sea_orm::Values(vec![fence])),
     }
     stmt
+}
+
+/// The column each row of a lock statement carries: whether the server is
+/// read-only (`@@read_only`, which `super_read_only` also sets). A user
+/// with `SUPER` (or MySQL's `CONNECTION_ADMIN`), root as most services
+/// connect, takes row locks on a plain read-only server, a replica whose
+/// locks exclude nothing on its primary: a pool that reaches one after
+/// `Locker::connect` (a failover behind a router to a replica without
+/// `super_read_only`) would be granted them. Read in the same statement, so
+/// it costs no round trip. Others are refused by the server (1290).
+pub(super) const READ_ONLY_COLUMN: &str =
+    ", CAST(@@GLOBAL.read_only AS SIGNED) AS hierlock_read_only";
+
+/// Whether a lock statement's rows say its server is read-only
+/// ([`READ_ONLY_COLUMN`]).
+pub(super) fn on_read_only(rows: &[sea_orm::QueryResult]) -> bool {
+    rows.iter()
+        .any(|row| row.try_get::<i64>("", "hierlock_read_only").is_ok_and(|flag| flag != 0))
 }
 
 fn lock_clause(flavor: Flavor, mode: LockMode) -> &'static str {

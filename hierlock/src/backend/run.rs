@@ -165,6 +165,14 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         self.end_on_read_only(source, "the server is a hot standby").await
     }
 
+    /// A MySQL-family server granted row locks while read-only (a user with
+    /// `SUPER`; see `mysql::READ_ONLY_COLUMN`): as [`Run::demoted`].
+    pub(crate) async fn on_read_only_server(&self) -> Error {
+        let source = DbErr::Custom("@@read_only is 1".into());
+        self.end_on_read_only(source, "the server is read-only (@@read_only)")
+            .await
+    }
+
     /// End this connection's session and report it lost: its server no
     /// longer takes the primary's locks (`why`).
     async fn end_on_read_only(&self, err: DbErr, why: &str) -> Error {

@@ -209,3 +209,74 @@ async fn advisory_locks_on_a_postgres_hot_standby_are_not_granted() {
         .await;
     }
 }
+
+/// A locker whose pool reached the primary, used on a transaction that
+/// reaches a plain read-only MariaDB server (a replica without
+/// `super_read_only`, reached after a failover behind a router): root, as
+/// most services connect, takes row locks there (`SUPER` passes
+/// `@@read_only`), which exclude nothing on the primary; the acquisition
+/// must fail, its connection ended, whether it would wait or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bucket_locks_on_a_read_only_mariadb_server_are_not_granted() {
+    use hierlock::sea_orm::TransactionTrait;
+    use hierlock::{Target, TxnState, Wait};
+
+    let primary = connect(Server::MariaDbPrimary).await;
+    let read_only = connect(Server::MariaDbReadOnly).await;
+    let config = bucket_config("mariadb_ro_grant");
+    // Provisioned on both: the read-only server is not replicating, and
+    // root may still write there.
+    for db in [&primary, &read_only] {
+        for table in [config.table().to_string(), config.table().meta()] {
+            exec(db, &format!("DROP TABLE IF EXISTS {table}")).await;
+        }
+        within(30, "provisioning", Provision::new(config.clone()).run(db))
+            .await
+            .unwrap_or_else(|e| panic!("provisioning {}: {e}", config.table()));
+    }
+    let locker = within(
+        10,
+        "Locker::connect",
+        Locker::connect(&primary, config.clone()),
+    )
+    .await
+    .expect("the primary takes locks");
+    // The server grants root the row locks hierlock's statement takes.
+    let txn = read_only.begin().await.expect("begin");
+    let granted = query_i64(
+        &txn,
+        &format!(
+            "SELECT COUNT(*) FROM (SELECT level FROM {} LIMIT 1 FOR UPDATE) AS t",
+            config.table()
+        ),
+    )
+    .await;
+    assert_eq!(granted, 1, "root locks rows on a read-only server");
+    drop(txn);
+    for wait in [Wait::Block, Wait::NoWait] {
+        let txn = read_only
+            .begin()
+            .await
+            .expect("begin on the read-only server");
+        let id = query_i64(&txn, "SELECT CAST(CONNECTION_ID() AS SIGNED)").await;
+        let target = Target::account("u1", "a1").write();
+        let err = within(10, "an acquisition on the read-only server", async {
+            locker.acquire_with(&txn, [target], wait).await
+        })
+        .await
+        .map(drop)
+        .expect_err("no lock is granted on a read-only server");
+        assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
+        assert_eq!(err.txn_state(), TxnState::Lost);
+        assert!(err.is_retryable());
+        assert!(err.to_string().contains("read-only (@@read_only)"), "{err}");
+        drop(txn);
+        let gone = format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {id}");
+        within(5, "the read-only server's connection to end", async {
+            while query_i64(&read_only, &gone).await != 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+    }
+}
