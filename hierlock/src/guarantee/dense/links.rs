@@ -1,16 +1,19 @@
 //! The junction rows of a `via` relation in a nested save under a proof.
 //!
-//! SeaORM's own `establish_links` reads the links there are, deletes the
-//! leftovers with one `DELETE` and inserts the new links with one
-//! `INSERT .. ON CONFLICT DO NOTHING`; `delete_links` deletes a row's
-//! links with one `DELETE`. Here each junction row is a checked row write
-//! of the junction entity, as its flat write (`Entity::insert(am)
-//! .exec(&lock)`, `Entity::delete(am)`), and a row's links are deleted as
-//! a protected `delete_many`: a link outside the proof is `NotCovered` and
-//! nothing of the save remains. The links there are are read first,
-//! always (SeaORM skips that read when the junction's key is the two
-//! foreign keys, and lets the insert skip existing links instead), so a
-//! link that exists is not inserted again.
+//! SeaORM's own `establish_links` reads the links there are (to delete the
+//! leftovers of a `Replace`, or when the junction's key is not its two
+//! foreign keys), deletes the leftovers with one `DELETE`, and inserts the
+//! new links with one `INSERT .. ON CONFLICT DO NOTHING` (`RETURNING`
+//! where the server has it; on the MySQL family one per link, each read
+//! back); `delete_links` deletes a row's links with one `DELETE`. The
+//! same here, with the checks of the junction's flat writes: each new
+//! link is checked before the insert as `Entity::insert(am)` checks its
+//! row (no statement), so linking sends SeaORM's statements; the
+//! leftovers and a deleted row's links are deleted as a protected
+//! `delete_many` (`Entity::delete_many().filter(..).exec(&lock)`), which
+//! reads the rows it would delete `FOR UPDATE` to check them: one statement
+//! more than SeaORM's. A link outside the proof is `NotCovered` and nothing
+//! of the save remains.
 //!
 //! A junction row gets its foreign keys from the two rows it links, as in
 //! SeaORM, and the ID fields SeaORM does not set from the row of the two
@@ -21,11 +24,13 @@ use std::str::FromStr;
 
 use sea_orm::{
     ActiveModelBehavior, ActiveModelTrait, ColumnTrait, Condition, DbErr, DeleteResult,
-    EntityTrait, RelationDef, Value,
+    EntityTrait, Iterable, PrimaryKeyToColumn, QueryTrait, RelationDef, TryInsertResult, Value,
 };
 
 use super::{NestedFuture, NestedTxn, carried};
-use crate::guarantee::protect::{Protect, ProtectedDeleteMany};
+use crate::guarantee::protect::{
+    Protect, ProtectedDeleteMany, check_new, returned_rows, returning,
+};
 
 /// Link `model` to each of `related` through junction rows of `J`
 /// (`relations`: the junction's relation to `model`'s entity, then to
@@ -52,15 +57,22 @@ where
             return Ok(());
         }
         nested.level_check::<J>("insert").map_err(carried)?;
-        let backend = sea_orm::ConnectionTrait::get_database_backend(nested);
-        let existing =
-            <J::ActiveModel as ActiveModelTrait>::find_belongs_to_model(&left, model, backend)?
-                .all(nested)
-                .await?;
-        let mut linked = Vec::with_capacity(existing.len());
-        for row in existing {
-            let row = J::ActiveModel::from(row);
-            linked.push((key_of(&right, &row)?, row));
+        // The links there are, read where SeaORM reads them: to delete the
+        // leftovers, or where the junction's key is not the two foreign
+        // keys (else the insert skips an existing link on its key).
+        let key = J::primary_key_identity();
+        let key_is_both = key.fully_contains(&left.from_col) && key.fully_contains(&right.from_col);
+        let mut linked = Vec::new();
+        if delete_leftover || !key_is_both {
+            let backend = sea_orm::ConnectionTrait::get_database_backend(nested);
+            let rows =
+                <J::ActiveModel as ActiveModelTrait>::find_belongs_to_model(&left, model, backend)?
+                    .all(nested)
+                    .await?;
+            for row in rows {
+                let row = J::ActiveModel::from(row);
+                linked.push((key_of(&right, &row)?, row));
+            }
         }
 
         let model_ids = id_values(model);
@@ -72,24 +84,106 @@ where
             link.set_parent_key_for_def(other, &right)?;
             fill_ids::<J>(&mut link, &model_ids, &id_values(other))?;
             let key = key_of(&right, &link)?;
-            if !linked.iter().any(|(k, _)| *k == key) && !wanted.contains(&key) {
+            if !linked.iter().any(|(k, _)| *k == key) {
                 new_links.push(link);
             }
             wanted.push(key);
         }
 
         if delete_leftover {
-            for (key, row) in linked {
-                if !wanted.contains(&key) {
-                    super::delete::<J, NestedTxn>(row, nested).await?;
-                }
-            }
+            let leftovers: Vec<J::ActiveModel> = linked
+                .into_iter()
+                .filter(|(key, _)| !wanted.contains(key))
+                .map(|(_, row)| row)
+                .collect();
+            unlink::<J>(leftovers, nested).await?;
         }
-        for link in new_links {
-            super::insert::<J, NestedTxn>(link, nested).await?;
-        }
-        Ok(())
+        insert_links::<J>(new_links, nested).await
     })
+}
+
+/// Insert `links` as SeaORM does, each checked first as its flat insert:
+/// one `INSERT .. ON CONFLICT DO NOTHING RETURNING` for all of them where
+/// the server returns rows, else one such insert per link and the read of
+/// the row it inserted. A link that exists is left as it is.
+async fn insert_links<J>(links: Vec<J::ActiveModel>, nested: &NestedTxn) -> Result<(), DbErr>
+where
+    J: Protect,
+    J::Model: Send + Sync,
+    J::ActiveModel: ActiveModelBehavior + Send + Sync,
+{
+    let mut checked = Vec::with_capacity(links.len());
+    for link in links {
+        let link = ActiveModelBehavior::before_save(link, nested, true).await?;
+        check_new::<J>(&link, nested.proof(), "insert").map_err(carried)?;
+        checked.push(link);
+    }
+    if checked.is_empty() {
+        return Ok(());
+    }
+    let doing = || {
+        format!(
+            "inserting into `{}`",
+            sea_orm::EntityName::table_name(&J::default())
+        )
+    };
+    let txn = &nested.txn;
+    if sea_orm::ConnectionTrait::support_returning(txn) {
+        let mut statement = J::insert_many(checked).on_conflict_do_nothing().into_query();
+        statement.returning(returning::<J>(sea_orm::ConnectionTrait::get_database_backend(txn)));
+        let rows = returned_rows::<J>(&statement, txn, doing)
+            .await
+            .map_err(carried)?;
+        for row in rows {
+            J::ActiveModel::after_save(row, nested, true).await?;
+        }
+        return Ok(());
+    }
+    for link in checked {
+        let TryInsertResult::Inserted(done) = J::insert(link).on_conflict_do_nothing().exec(txn).await?
+        else {
+            continue;
+        };
+        let row = J::find_by_id(done.last_insert_id)
+            .one(txn)
+            .await?
+            .ok_or_else(|| DbErr::RecordNotFound("Failed to find inserted item".to_owned()))?;
+        J::ActiveModel::after_save(row, nested, true).await?;
+    }
+    Ok(())
+}
+
+/// Delete the links `leftovers` (stored rows) as a protected `delete_many`
+/// on their keys, between SeaORM's delete hooks.
+async fn unlink<J>(leftovers: Vec<J::ActiveModel>, nested: &NestedTxn) -> Result<(), DbErr>
+where
+    J: Protect,
+    J::Model: Send + Sync,
+    J::ActiveModel: ActiveModelBehavior + Send + Sync,
+{
+    if leftovers.is_empty() {
+        return Ok(());
+    }
+    let mut rows = Condition::any();
+    for row in &leftovers {
+        let mut this = Condition::all();
+        for key in <J as EntityTrait>::PrimaryKey::iter() {
+            let column = key.into_column();
+            let value = row.get(column).into_value().ok_or(DbErr::UpdateGetPrimaryKey)?;
+            this = this.add(column.eq(value));
+        }
+        rows = rows.add(this);
+        ActiveModelBehavior::before_delete(row.clone(), nested).await?;
+    }
+    ProtectedDeleteMany::<J>::new()
+        .filter(rows)
+        .run(nested.proof())
+        .await
+        .map_err(carried)?;
+    for row in leftovers {
+        ActiveModelBehavior::after_delete(row, nested).await?;
+    }
+    Ok(())
 }
 
 /// Delete the junction rows of `J` whose foreign key (of any of

@@ -268,7 +268,7 @@ fn describe_row<E: EntityTrait>(target: &Target) -> String {
 }
 
 /// Whether `lock` covers the row `model` would insert.
-fn check_new<E: Protect>(
+pub(crate) fn check_new<E: Protect>(
     model: &E::ActiveModel,
     lock: Proof<'_>,
     action: &'static str,
@@ -390,7 +390,7 @@ async fn read_back<E: EntityTrait>(
 
 /// Run `statement`, a write ending in `RETURNING` (see [`returning`]), on
 /// `txn`, and read the rows it returns.
-async fn returned_rows<E: EntityTrait>(
+pub(crate) async fn returned_rows<E: EntityTrait>(
     statement: &impl sea_orm::StatementBuilder,
     txn: &sea_orm::DatabaseTransaction,
     doing: impl Fn() -> String,
@@ -418,7 +418,7 @@ async fn returned_row<E: EntityTrait>(
 
 /// `RETURNING` every column, named as SeaORM's own returning writes name
 /// them (enum columns as text).
-fn returning<E: EntityTrait>(backend: sea_orm::DbBackend) -> sea_orm::sea_query::ReturningClause {
+pub(crate) fn returning<E: EntityTrait>(backend: sea_orm::DbBackend) -> sea_orm::sea_query::ReturningClause {
     sea_orm::sea_query::Query::returning().exprs(
         E::Column::iter().map(|column| column.select_as(column.into_returning_expr(backend))),
     )
