@@ -42,10 +42,33 @@ pub mod user {
         pub email: String,
         #[sea_orm(has_many)]
         pub accounts: HasMany<super::account::Entity>,
+        #[sea_orm(has_one)]
+        pub profile: HasOne<super::profile::Entity>,
         #[sea_orm(self_ref, via = "user_follower", from = "User", to = "Follower")]
         pub followers: HasMany<Entity>,
         #[sea_orm(self_ref, via = "user_follower", reverse)]
         pub following: HasMany<Entity>,
+    }
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// A user's one profile (`has_one`).
+#[hierlock::protected(level = user, user = user_id)]
+pub mod profile {
+    use hierlock::sea_orm::entity::prelude::*;
+
+    #[sea_orm::model]
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "hld_profiles")]
+    pub struct Model {
+        #[sea_orm(primary_key)]
+        pub id: i64,
+        #[sea_orm(unique)]
+        pub user_id: i64,
+        pub bio: String,
+        #[sea_orm(belongs_to, from = "user_id", to = "id")]
+        pub user: HasOne<super::user::Entity>,
     }
 
     impl ActiveModelBehavior for ActiveModel {}
@@ -297,6 +320,7 @@ pub(crate) async fn seeded(backend: Backend) -> (Fixture, tokio::sync::MutexGuar
     let turn = TURN.lock().await;
     let fx = Fixture::new(backend, "hld_dense", 1000).await;
     for table in [
+        "hld_profiles",
         "hld_user_followers",
         "hld_resource_tags",
         "hld_tags",
@@ -315,6 +339,7 @@ pub(crate) async fn seeded(backend: Backend) -> (Fixture, tokio::sync::MutexGuar
         db_backend.build(&schema.create_table_from_entity(tag::Table)),
         db_backend.build(&schema.create_table_from_entity(resource_tag::Table)),
         db_backend.build(&schema.create_table_from_entity(user_follower::Table)),
+        db_backend.build(&schema.create_table_from_entity(profile::Table)),
     ] {
         fx.db
             .execute_raw(statement.clone())

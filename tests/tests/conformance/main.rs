@@ -9,6 +9,7 @@
 mod cancel;
 mod deadlock;
 mod dense;
+mod dense_has_one;
 mod dense_links;
 mod errors;
 mod faults;
@@ -78,6 +79,7 @@ macro_rules! common_tests {
             dense_links::dense_nested_links_under_a_proof_write_every_junction_row,
             dense_links::dense_nested_links_outside_the_proof_write_nothing,
             dense_links::dense_nested_self_links_are_checked_at_their_node,
+            dense_has_one::dense_nested_has_one_under_a_proof,
             write_statements::protected_writes_send_the_statements_seaorms_own_writes_send,
             write_statements::protected_bulk_writes_take_two_statements_whatever_the_rows,
             typed_coverage::integer_ids_are_covered_by_the_nodes_their_text_names,
