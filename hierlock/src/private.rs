@@ -28,7 +28,7 @@ pub mod dense {
     pub use crate::guarantee::dense::{
         Delete, LinkWrite, NestedFuture, NestedTxn, RawWrite, TransactionTrait,
         ValidatedDeleteOne, delete, delete_links, delete_links_self, establish_links,
-        establish_links_self, establish_links_self_rev, insert, update,
+        establish_links_self, insert, update,
     };
 }
 

@@ -353,12 +353,14 @@ where
     links::write::<M, R, J>(model, related, (left, right), delete_leftover, db.nested())
 }
 
-/// The inherent `establish_links_self` of a protected dense entity (a
-/// `self_ref` `via` relation), as [`establish_links`].
+/// The inherent `establish_links_self` (`reverse`: `establish_links_self_rev`,
+/// the other side) of a protected dense entity, a `self_ref` `via`
+/// relation, as [`establish_links`].
 #[doc(hidden)]
 pub fn establish_links_self<'a, M, J, C>(
     model: &'a M,
     related: &'a [M],
+    reverse: bool,
     delete_leftover: bool,
     db: &'a C,
 ) -> NestedFuture<'a, ()>
@@ -370,31 +372,14 @@ where
     J::ActiveModel: ActiveModelBehavior + From<J::Model> + Send + Sync,
     C: LinkWrite + ?Sized,
 {
-    let left = <M::Entity as RelatedSelfVia<J>>::via().rev();
-    let right = <M::Entity as RelatedSelfVia<J>>::to();
-    links::write::<M, M, J>(model, related, (left, right), delete_leftover, db.nested())
-}
-
-/// The inherent `establish_links_self_rev` of a protected dense entity (the
-/// reverse side of a `self_ref` `via` relation), as [`establish_links`].
-#[doc(hidden)]
-pub fn establish_links_self_rev<'a, M, J, C>(
-    model: &'a M,
-    related: &'a [M],
-    delete_leftover: bool,
-    db: &'a C,
-) -> NestedFuture<'a, ()>
-where
-    M: ActiveModelTrait + Sync,
-    M::Entity: Protect + RelatedSelfVia<J>,
-    J: Protect,
-    J::Model: Send + Sync,
-    J::ActiveModel: ActiveModelBehavior + From<J::Model> + Send + Sync,
-    C: LinkWrite + ?Sized,
-{
-    let left = <M::Entity as RelatedSelfVia<J>>::to();
-    let right = <M::Entity as RelatedSelfVia<J>>::via().rev();
-    links::write::<M, M, J>(model, related, (left, right), delete_leftover, db.nested())
+    let mut sides = (
+        <M::Entity as RelatedSelfVia<J>>::via().rev(),
+        <M::Entity as RelatedSelfVia<J>>::to(),
+    );
+    if reverse {
+        sides = (sides.1, sides.0);
+    }
+    links::write::<M, M, J>(model, related, sides, delete_leftover, db.nested())
 }
 
 /// The inherent `delete_links` of a protected dense entity (a nested

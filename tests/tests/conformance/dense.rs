@@ -20,7 +20,8 @@
 use hierlock::proof::UserLevel;
 use hierlock::sea_orm::{
     ActiveValue::{NotSet, Set},
-    ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, Schema, Statement, TransactionTrait,
+    ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, QueryResult, Schema, Statement,
+    TransactionTrait,
 };
 use hierlock::{Error, ErrorKind, Locked, Locker, hierlocked};
 use hierlock_tests::{Backend, Fixture};
@@ -355,16 +356,29 @@ pub(crate) async fn seeded(backend: Backend) -> (Fixture, tokio::sync::MutexGuar
     (fx, turn)
 }
 
+/// The rows `sql` reads on the fixture's pool.
+pub(crate) async fn query_rows(fx: &Fixture, sql: &str) -> Vec<QueryResult> {
+    fx.db
+        .query_all_raw(Statement::from_string(
+            fx.db.get_database_backend(),
+            sql.to_owned(),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// A stored user, as the active model a nested save links or saves again.
+pub(crate) async fn stored_user(lock: &Locked<'_, UserLevel>, id: i64) -> user::ActiveModel {
+    user::Entity::find_by_id(id)
+        .one(lock.txn())
+        .await
+        .expect("read a user")
+        .expect("the user")
+        .into()
+}
+
 async fn contents(fx: &Fixture) -> Contents {
-    let rows = async |sql: &str| {
-        fx.db
-            .query_all_raw(Statement::from_string(
-                fx.db.get_database_backend(),
-                sql.to_owned(),
-            ))
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
-    };
+    let rows = async |sql: &str| query_rows(fx, sql).await;
     let users = rows("SELECT id, email FROM hld_users ORDER BY id")
         .await
         .iter()

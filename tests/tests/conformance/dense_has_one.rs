@@ -7,25 +7,17 @@
 //! The schema is `dense`'s: a user has one profile (user level). User 2
 //! has profile 20 (written here, raw); the proof is a write lock on user 1.
 
-use hierlock::sea_orm::{
-    ActiveValue::{NotSet, Set},
-    ConnectionTrait, Statement,
-};
-use hierlock::{ErrorKind, Locked, proof::UserLevel};
+use hierlock::ErrorKind;
+use hierlock::sea_orm::ActiveValue::{NotSet, Set};
 use hierlock_tests::{Backend, Fixture};
 
-use crate::dense::{as_user_1, nested_error, profile, seeded, user};
+use crate::dense::{as_user_1, nested_error, profile, query_rows, seeded, stored_user, user};
 
 /// Every profile: (user, bio).
 async fn profiles(fx: &Fixture) -> Vec<(i64, String)> {
     let sql = "SELECT user_id, bio FROM hld_profiles ORDER BY user_id";
-    fx.db
-        .query_all_raw(Statement::from_string(
-            fx.db.get_database_backend(),
-            sql.to_owned(),
-        ))
+    query_rows(fx, sql)
         .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
         .iter()
         .map(|r| {
             (
@@ -43,15 +35,6 @@ fn new_profile(bio: &str) -> profile::ActiveModel {
         user_id: NotSet,
         bio: Set(bio.to_owned()),
     }
-}
-
-async fn stored_user(lock: &Locked<'_, UserLevel>, id: i64) -> user::ActiveModel {
-    user::Entity::find_by_id(id)
-        .one(lock.txn())
-        .await
-        .expect("read a user")
-        .expect("the user")
-        .into()
 }
 
 pub async fn dense_nested_has_one_under_a_proof(backend: Backend) {

@@ -10,25 +10,21 @@
 //! through `user_follower` (self-referencing), a follow at the followed
 //! user's node.
 
-use hierlock::sea_orm::{ActiveValue::Set, ConnectionTrait, QueryFilter, Statement};
+use hierlock::sea_orm::{ActiveValue::Set, ConnectionTrait, QueryFilter};
 use hierlock::{ErrorKind, Locked, proof::UserLevel};
 use hierlock_tests::{Backend, Fixture};
 
 use crate::dense::{
-    account, as_user_1, nested_error, new_account, new_resource, resource, seeded, tag, user,
+    account, as_user_1, nested_error, new_account, new_resource, query_rows, resource, seeded,
+    stored_user, tag, user,
 };
 
 /// Every link: (resource, tag, user, account).
 async fn links(fx: &Fixture) -> Vec<(i64, i64, i64, i64)> {
     let sql = "SELECT resource_id, tag_id, user_id, account_id FROM hld_resource_tags \
                ORDER BY resource_id, tag_id";
-    fx.db
-        .query_all_raw(Statement::from_string(
-            fx.db.get_database_backend(),
-            sql.to_owned(),
-        ))
+    query_rows(fx, sql)
         .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
         .iter()
         .map(|r| {
             (
@@ -297,13 +293,8 @@ pub async fn dense_nested_links_outside_the_proof_write_nothing(backend: Backend
 /// Every follow: (followed, follower).
 async fn follows(fx: &Fixture) -> Vec<(i64, i64)> {
     let sql = "SELECT user_id, follower_id FROM hld_user_followers ORDER BY user_id, follower_id";
-    fx.db
-        .query_all_raw(Statement::from_string(
-            fx.db.get_database_backend(),
-            sql.to_owned(),
-        ))
+    query_rows(fx, sql)
         .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
         .iter()
         .map(|r| {
             (
@@ -312,16 +303,6 @@ async fn follows(fx: &Fixture) -> Vec<(i64, i64)> {
             )
         })
         .collect()
-}
-
-/// A stored user, as a nested save links it.
-async fn stored_user(lock: &Locked<'_, UserLevel>, id: i64) -> user::ActiveModel {
-    user::Entity::find_by_id(id)
-        .one(lock.txn())
-        .await
-        .expect("read a user")
-        .expect("the user")
-        .into()
 }
 
 pub async fn dense_nested_self_links_are_checked_at_their_node(backend: Backend) {

@@ -171,9 +171,6 @@ async fn a_postgres_hot_standby_is_refused_with_the_bucket_table_too() {
 /// such a lock; whether it would wait (the probe) or not (`NoWait`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn advisory_locks_on_a_postgres_hot_standby_are_not_granted() {
-    use hierlock::sea_orm::TransactionTrait;
-    use hierlock::{Target, TxnState, Wait};
-
     let primary = connect(Server::PostgresPrimary).await;
     let standby = connect(Server::PostgresStandby).await;
     let locker = within(
@@ -183,26 +180,52 @@ async fn advisory_locks_on_a_postgres_hot_standby_are_not_granted() {
     )
     .await
     .expect("the primary takes locks");
+    let sessions = Sessions {
+        own: "SELECT pg_backend_pid()::int8",
+        count: "SELECT COUNT(*)::int8 FROM pg_stat_activity WHERE pid = ",
+    };
+    assert_no_lock_granted(&locker, &standby, sessions, "hot standby").await;
+}
+
+/// How to name a connection's session, and count the sessions by that
+/// name (the name appended).
+struct Sessions {
+    own: &'static str,
+    count: &'static str,
+}
+
+/// `locker`'s acquisitions on a transaction of `db` (blocking and
+/// `NoWait`) are `ConnectionLost` naming `reason`, retryable, the
+/// transaction lost, and their connection is ended so that the pool opens
+/// a new one.
+async fn assert_no_lock_granted(
+    locker: &Locker,
+    db: &DatabaseConnection,
+    sessions: Sessions,
+    reason: &str,
+) {
+    use hierlock::sea_orm::TransactionTrait;
+    use hierlock::{Target, TxnState, Wait};
+
     for wait in [Wait::Block, Wait::NoWait] {
-        let txn = standby.begin().await.expect("begin on the standby");
-        let id = query_i64(&txn, "SELECT pg_backend_pid()::int8").await;
+        let txn = db.begin().await.expect("begin");
+        let id = query_i64(&txn, sessions.own).await;
         let target = Target::account("u1", "a1").write();
-        let err = within(10, "an acquisition on the standby", async {
+        let err = within(10, "an acquisition", async {
             locker.acquire_with(&txn, [target], wait).await
         })
         .await
         .map(drop)
-        .expect_err("no lock is granted on a hot standby");
+        .expect_err("no lock is granted there");
         assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
         assert_eq!(err.txn_state(), TxnState::Lost);
         assert!(err.is_retryable());
-        assert!(err.to_string().contains("hot standby"), "{err}");
+        assert!(err.to_string().contains(reason), "{err}");
         drop(txn);
-        // The connection was ended, so that the pool opens a new one (the
-        // backend exits just after it answers: give it a moment).
-        let gone = format!("SELECT COUNT(*)::int8 FROM pg_stat_activity WHERE pid = {id}");
-        within(5, "the standby connection to end", async {
-            while query_i64(&standby, &gone).await != 0 {
+        // The session ends just after it answers: give it a moment.
+        let gone = format!("{}{id}", sessions.count);
+        within(5, "the connection to end", async {
+            while query_i64(db, &gone).await != 0 {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
@@ -219,7 +242,6 @@ async fn advisory_locks_on_a_postgres_hot_standby_are_not_granted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bucket_locks_on_a_read_only_mariadb_server_are_not_granted() {
     use hierlock::sea_orm::TransactionTrait;
-    use hierlock::{Target, TxnState, Wait};
 
     let primary = connect(Server::MariaDbPrimary).await;
     let read_only = connect(Server::MariaDbReadOnly).await;
@@ -253,30 +275,9 @@ async fn bucket_locks_on_a_read_only_mariadb_server_are_not_granted() {
     .await;
     assert_eq!(granted, 1, "root locks rows on a read-only server");
     drop(txn);
-    for wait in [Wait::Block, Wait::NoWait] {
-        let txn = read_only
-            .begin()
-            .await
-            .expect("begin on the read-only server");
-        let id = query_i64(&txn, "SELECT CAST(CONNECTION_ID() AS SIGNED)").await;
-        let target = Target::account("u1", "a1").write();
-        let err = within(10, "an acquisition on the read-only server", async {
-            locker.acquire_with(&txn, [target], wait).await
-        })
-        .await
-        .map(drop)
-        .expect_err("no lock is granted on a read-only server");
-        assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}");
-        assert_eq!(err.txn_state(), TxnState::Lost);
-        assert!(err.is_retryable());
-        assert!(err.to_string().contains("read-only (@@read_only)"), "{err}");
-        drop(txn);
-        let gone = format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {id}");
-        within(5, "the read-only server's connection to end", async {
-            while query_i64(&read_only, &gone).await != 0 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-    }
+    let sessions = Sessions {
+        own: "SELECT CAST(CONNECTION_ID() AS SIGNED)",
+        count: "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ",
+    };
+    assert_no_lock_granted(&locker, &read_only, sessions, "read-only (@@read_only)").await;
 }

@@ -67,6 +67,32 @@ pub(in crate::protected) fn shadows(krate: &Path, aliases: &[Alias]) -> TokenStr
             + ::core::marker::Send
             + ::core::marker::Sync,
     };
+    // SeaORM names the two sides of a `self_ref` `via` relation apart.
+    let self_links = [("establish_links_self", false), ("establish_links_self_rev", true)]
+        .into_iter()
+        .map(|(name, reverse)| {
+            let name = syn::Ident::new(name, proc_macro2::Span::call_site());
+            quote! {
+                /// Only in a nested save under a proof, which checks each
+                /// junction row: use `junction::Entity::insert(am).exec(&lock)`
+                /// per link.
+                pub fn #name<'__hierlock, J, C>(
+                    &'__hierlock self,
+                    _: J,
+                    related: &'__hierlock [Self],
+                    delete_leftover: bool,
+                    db: &'__hierlock C,
+                ) -> #unit
+                where
+                    Entity: #sea_orm::RelatedSelfVia<J>,
+                    #junction_rows
+                    C: #links + ?Sized,
+                {
+                    #dense::establish_links_self::<Self, J, C>(self, related, #reverse, delete_leftover, db)
+                }
+            }
+        });
+    let self_links = quote!(#(#self_links)*);
     let link_methods = quote! {
         /// Only in a nested save under a proof, which checks each junction
         /// row: use `junction::Entity::insert(am).exec(&lock)` per link.
@@ -87,39 +113,7 @@ pub(in crate::protected) fn shadows(krate: &Path, aliases: &[Alias]) -> TokenStr
             #dense::establish_links::<Self, R, J, C>(self, related, delete_leftover, db)
         }
 
-        /// Only in a nested save under a proof, which checks each junction
-        /// row: use `junction::Entity::insert(am).exec(&lock)` per link.
-        pub fn establish_links_self<'__hierlock, J, C>(
-            &'__hierlock self,
-            _: J,
-            related: &'__hierlock [Self],
-            delete_leftover: bool,
-            db: &'__hierlock C,
-        ) -> #unit
-        where
-            Entity: #sea_orm::RelatedSelfVia<J>,
-            #junction_rows
-            C: #links + ?Sized,
-        {
-            #dense::establish_links_self::<Self, J, C>(self, related, delete_leftover, db)
-        }
-
-        /// Only in a nested save under a proof, which checks each junction
-        /// row: use `junction::Entity::insert(am).exec(&lock)` per link.
-        pub fn establish_links_self_rev<'__hierlock, J, C>(
-            &'__hierlock self,
-            _: J,
-            related: &'__hierlock [Self],
-            delete_leftover: bool,
-            db: &'__hierlock C,
-        ) -> #unit
-        where
-            Entity: #sea_orm::RelatedSelfVia<J>,
-            #junction_rows
-            C: #links + ?Sized,
-        {
-            #dense::establish_links_self_rev::<Self, J, C>(self, related, delete_leftover, db)
-        }
+        #self_links
 
         /// Only in a nested delete under a proof, which checks each
         /// junction row: use `junction::Entity::delete_many().filter(..)
