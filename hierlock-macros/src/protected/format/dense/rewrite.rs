@@ -30,6 +30,8 @@ use super::{is_relation, upper_camel};
 pub(in crate::protected) struct Alias {
     pub name: Ident,
     pub variant: Ident,
+    /// The name SeaORM's generated code uses, not the user's: hidden.
+    pub inferred: bool,
 }
 
 /// The relation fields of the module's `struct Model`, rewritten; the
@@ -155,6 +157,7 @@ fn rewrite_attr(attr: &mut Attribute, target_module: Option<&str>) -> Option<Ali
             alias = Some(Alias {
                 name: inferred,
                 variant,
+                inferred: true,
             });
         } else if has("via") {
             // Named, SeaORM's nested save would skip the links; its
@@ -164,6 +167,7 @@ fn rewrite_attr(attr: &mut Attribute, target_module: Option<&str>) -> Option<Ali
             alias = Some(Alias {
                 name: variant,
                 variant: inferred,
+                inferred: false,
             });
         }
     }

@@ -35,15 +35,22 @@ pub(in crate::protected) fn sea_orm_names(krate: &Path) -> TokenStream {
 /// Inherent shadows of SeaORM's writes on the raw `ActiveModel` and on
 /// `ActiveModelEx`.
 pub(in crate::protected) fn shadows(krate: &Path, aliases: &[Alias]) -> TokenStream {
-    let alias_names = aliases.iter().map(|a| &a.name);
-    let alias_variants = aliases.iter().map(|a| &a.variant);
+    let alias_consts = aliases.iter().map(|alias| {
+        let (name, variant) = (&alias.name, &alias.variant);
+        let doc = if alias.inferred {
+            quote!(#[doc(hidden)])
+        } else {
+            quote!(#[doc = " The relation under the name plain SeaORM gives it."])
+        };
+        quote! {
+            #doc
+            pub const #name: Relation = Relation::#variant;
+        }
+    });
     let relation_aliases = quote! {
         #[allow(non_upper_case_globals)]
         impl Relation {
-            #(
-                /// The relation under the name plain SeaORM gives it.
-                pub const #alias_names: Relation = Relation::#alias_variants;
-            )*
+            #(#alias_consts)*
         }
     };
     let sea_orm = quote!(#krate::__private::sea_orm);
