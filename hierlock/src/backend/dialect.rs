@@ -186,8 +186,9 @@ impl Dialect {
         try_only: bool,
         lease: Option<Duration>,
         fence: Option<Fence>,
+        bound: Option<Duration>,
     ) -> Statement {
-        postgres::advisory_locks(plan, try_only, lease, fence)
+        postgres::advisory_locks(plan, try_only, lease, fence, bound)
     }
 
     /// PostgreSQL's advisory try-locks, stopping at the first key taken; one
@@ -476,13 +477,52 @@ mod tests {
     fn advisory_locks_are_one_statement_left_to_right() {
         let keyspace = Keyspace::Advisory { namespace: 7 };
         let plan = LockPlan::new(&[Target::account("u", "a").write()], keyspace).unwrap();
-        let stmt = Dialect::Postgres.advisory_lock_statement(plan.locks(), false, None, None);
+        let stmt = Dialect::Postgres.advisory_lock_statement(plan.locks(), false, None, None, None);
         assert_eq!(
             stmt.sql,
             "SELECT pg_advisory_xact_lock_shared($1) AS l0, pg_advisory_xact_lock($2) AS l1, \
              pg_is_in_recovery() AS hierlock_standby"
         );
         assert_eq!(plan.locks()[0].key.level, Level::User);
+    }
+
+    #[test]
+    fn a_timed_advisory_statement_bounds_its_waits_and_restores_the_setting() {
+        use crate::backend::cancel::Fence;
+
+        let keyspace = Keyspace::Advisory { namespace: 7 };
+        let plan = LockPlan::new(&[Target::account("u", "a").write()], keyspace).unwrap();
+        let left = Some(Duration::from_micros(300_400));
+        let stmt = Dialect::Postgres.advisory_lock_statement(
+            plan.locks(),
+            false,
+            None,
+            Some(Fence::next(true)),
+            left,
+        );
+        let sql = &stmt.sql;
+        // The bound is set in the subquery, before the locks; set back after
+        // them, before the fence; its parameter follows the fence's.
+        let restore = sql.find("hierlock_restore").expect(sql);
+        let fence = sql.find("hierlock_fence").expect(sql);
+        let lock = sql.find("pg_advisory_xact_lock($2)").expect(sql);
+        assert!(lock < restore && restore < fence, "{sql}");
+        assert!(
+            sql.ends_with(
+                "FROM (SELECT current_setting('lock_timeout') AS hierlock_prev, \
+                 set_config('lock_timeout', CASE WHEN current_setting('lock_timeout')::interval \
+                 BETWEEN interval '1 millisecond' AND ($5 || ' milliseconds')::interval \
+                 THEN current_setting('lock_timeout') ELSE $5 END, true) AS hierlock_bound \
+                 OFFSET 0) AS hierlock_d"
+            ),
+            "{sql}"
+        );
+        let values = stmt.values.expect("values").0;
+        assert_eq!(values.len(), 5);
+        assert_eq!(values[4], sea_orm::Value::from("300".to_owned()));
+        // No deadline, no bound.
+        let blocking = Dialect::Postgres.advisory_lock_statement(plan.locks(), false, None, None, None);
+        assert!(!blocking.sql.contains("lock_timeout"), "{}", blocking.sql);
     }
 
     #[test]

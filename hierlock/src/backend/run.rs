@@ -19,6 +19,11 @@ use crate::model::target::Request;
 
 const SAVEPOINT: &str = "hierlock_acquire";
 
+/// How long past the deadline a statement the server bounds itself is
+/// given to answer before hierlock cancels it: the server ends its wait at
+/// the deadline, and its answer is one trip away.
+const SERVER_BOUND_GRACE: Duration = Duration::from_millis(100);
+
 /// How long to wait for a lock statement interrupted at its deadline to end.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -92,6 +97,20 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         partial: bool,
         fence: Option<Fence>,
     ) -> Result<Vec<QueryResult>> {
+        self.query_bounded(stmt, partial, fence, false).await
+    }
+
+    /// [`Run::query`] of a statement whose waits the server ends at the
+    /// deadline itself (`server_bound`: PostgreSQL's `lock_timeout`, see
+    /// `postgres::bounded`): its own answer is awaited [`SERVER_BOUND_GRACE`]
+    /// past the deadline before hierlock cancels it.
+    pub(crate) async fn query_bounded(
+        &mut self,
+        stmt: Statement,
+        partial: bool,
+        fence: Option<Fence>,
+        server_bound: bool,
+    ) -> Result<Vec<QueryResult>> {
         self.statements += 1;
         tracing::trace!(sql = %stmt.sql, "hierlock lock statement");
         let guard: Option<CancelOnDrop> = match (&self.cancel, fence) {
@@ -102,7 +121,12 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         // Only a statement that can be cancelled is given up at the deadline
         // (SQLite's wait ends in its busy handler, or with its busy timeout,
         // set to the time left).
-        let deadline = self.deadline.filter(|_| guard.is_some());
+        let grace = if server_bound {
+            SERVER_BOUND_GRACE
+        } else {
+            Duration::ZERO
+        };
+        let deadline = self.deadline.filter(|_| guard.is_some()).map(|d| d + grace);
         let outcome = match deadline {
             None => statement.await,
             Some(deadline) => match tokio::time::timeout_at(deadline, statement).await {

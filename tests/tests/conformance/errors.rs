@@ -358,3 +358,78 @@ pub async fn other_server_errors_are_database_errors(backend: Backend) {
         "the server's words: {message}"
     );
 }
+
+/// PostgreSQL's timed advisory-lock statement bounds its own wait with
+/// `lock_timeout` (the time left): the caller's value is back after a
+/// granted wait and after a timed-out one, a tighter value of the caller's
+/// ends the wait first, and a wait longer than `lock_timeout` can hold is
+/// left to hierlock's deadline.
+pub async fn postgres_server_bound_keeps_the_callers_lock_timeout(backend: Backend) {
+    let fx = Fixture::new(backend, "bound", 1000).await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    let set = async |txn: &DatabaseTransaction, value: &str| {
+        txn.execute_unprepared(&format!("SET LOCAL lock_timeout = '{value}'"))
+            .await
+            .expect("SET LOCAL lock_timeout");
+    };
+    // Granted before the deadline: the holder ends after 200 ms. Past the
+    // largest `lock_timeout`, with the server's default (off), there is no
+    // bound to set.
+    for (wait, caller) in [
+        (Wait::Timeout(Duration::from_secs(5)), "7s"),
+        (Wait::Timeout(Duration::from_secs(30 * 24 * 3600)), "0"),
+    ] {
+        let holder = holding(&fx, std::slice::from_ref(&r)).await;
+        let txn = fx.begin().await;
+        set(&txn, caller).await;
+        let (granted, ()) = tokio::join!(
+            bounded("granted", take(&fx, &txn, std::slice::from_ref(&r), wait)),
+            async {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                holder.rollback().await.expect("rollback");
+            }
+        );
+        granted.unwrap_or_else(|e| panic!("{wait:?}: granted once the holder ends: {e}"));
+        assert_eq!(wait_setting(backend, &txn).await, caller, "{wait:?}");
+        txn.commit().await.expect("commit");
+    }
+    // Timed out: the caller's value is back too.
+    let holder = holding(&fx, std::slice::from_ref(&r)).await;
+    let txn = fx.begin().await;
+    set(&txn, "7s").await;
+    let err = bounded(
+        "timeout",
+        take(
+            &fx,
+            &txn,
+            std::slice::from_ref(&r),
+            Wait::Timeout(Duration::from_millis(300)),
+        ),
+    )
+    .await
+    .expect_err("held");
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    assert_eq!(wait_setting(backend, &txn).await, "7s");
+    drop(txn);
+    // A tighter value of the caller's ends the wait first.
+    let txn = fx.begin().await;
+    set(&txn, "100ms").await;
+    let started = std::time::Instant::now();
+    let err = bounded(
+        "tighter",
+        take(
+            &fx,
+            &txn,
+            std::slice::from_ref(&r),
+            Wait::Timeout(Duration::from_secs(5)),
+        ),
+    )
+    .await
+    .expect_err("held");
+    let waited = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    assert!(waited < Duration::from_secs(2), "waited {waited:?}");
+    assert_eq!(wait_setting(backend, &txn).await, "100ms");
+    drop(txn);
+    holder.rollback().await.expect("rollback");
+}

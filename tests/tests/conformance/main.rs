@@ -164,6 +164,7 @@ exact_tests!(postgres => hierlock_tests::Backend::Postgres;
     lease::the_lease_keeps_a_tighter_timeout,
     versions::unsigned_versions_on_postgres,
     errors::postgres_failure_leaves_the_transaction_usable,
+    errors::postgres_server_bound_keeps_the_callers_lock_timeout,
     errors::other_server_errors_are_database_errors);
 exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     subtree::subtree_stress_in_a_tiny_bucket_space,

@@ -40,16 +40,26 @@ fn behind_pgbouncer(options: PgConnectOptions) -> PgConnectOptions {
     options.extra_float_digits(None).statement_cache_capacity(0)
 }
 
+/// The tests share pgbouncer's server pool; the one that fills it runs
+/// alone (`write`), the others together (`read`).
+static POOL: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 /// A transaction-mode pool, a locker connected through it, and a direct
 /// connection to the server for `pg_locks`.
 struct Bounced {
     db: DatabaseConnection,
     locker: Locker,
     server: DatabaseConnection,
+    _turn: tokio::sync::RwLockReadGuard<'static, ()>,
 }
 
 impl Bounced {
     async fn new() -> Bounced {
+        let turn = POOL.read().await;
+        Self::with_turn(turn).await
+    }
+
+    async fn with_turn(turn: tokio::sync::RwLockReadGuard<'static, ()>) -> Bounced {
         let db = try_connect(Server::Pgbouncer, 8, behind_pgbouncer)
             .await
             .unwrap_or_else(|e| {
@@ -66,7 +76,12 @@ impl Bounced {
         .await
         .expect("a locker through the transaction-mode pool");
         let server = connect(Server::PostgresBehindPgbouncer).await;
-        Bounced { db, locker, server }
+        Bounced {
+            db,
+            locker,
+            server,
+            _turn: turn,
+        }
     }
 
     async fn begin(&self) -> DatabaseTransaction {
@@ -411,4 +426,60 @@ async fn a_storm_of_dropped_waiters_reaches_no_other_client() {
             &format!("through pgbouncer, on {which}"),
         );
     }
+}
+
+/// More waiters with a deadline than pgbouncer has server connections
+/// (`default_pool_size = 20`): hierlock's cancellations through pgbouncer
+/// queue behind them, so the deadline must be kept by the server itself
+/// (PostgreSQL's `lock_timeout`, set by the lock statement). Every waiter
+/// ends with `LockTimeout`, by its deadline and the server's answer; those
+/// that got a server connection only once others ended wait their own
+/// deadline from then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_burst_on_a_full_server_pool_ends_in_lock_timeouts() {
+    const WAITERS: usize = 30;
+    let timeout = Duration::from_millis(300);
+    // Alone: the burst fills the server pool the other tests use.
+    let alone = POOL.write().await;
+    let fx = Bounced::with_turn(tokio::sync::RwLockWriteGuard::downgrade(alone)).await;
+    let clients = try_connect(Server::Pgbouncer, WAITERS as u32, behind_pgbouncer)
+        .await
+        .expect("a client pool through pgbouncer");
+    let holder = fx.begin().await;
+    fx.take(&holder, &resource(), Wait::Block)
+        .await
+        .expect("uncontended");
+    let outcomes = futures::future::join_all((0..WAITERS).map(|_| {
+        let (fx, clients) = (&fx, &clients);
+        async move {
+            let txn = within(30, "BEGIN", clients.begin())
+                .await
+                .expect("begin through pgbouncer");
+            let from = Instant::now();
+            let outcome = within(
+                30,
+                "an acquisition",
+                fx.locker
+                    .acquire_with(&txn, [resource()], Wait::Timeout(timeout)),
+            )
+            .await
+            .map(drop);
+            let took = from.elapsed();
+            drop(txn);
+            (outcome, took)
+        }
+    }))
+    .await;
+    holder.rollback().await.expect("rollback");
+    let mut late = Vec::new();
+    for (outcome, took) in &outcomes {
+        let err = outcome.as_ref().expect_err("held");
+        assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+        if *took > timeout + Duration::from_millis(400) {
+            late.push(*took);
+        }
+    }
+    let longest = outcomes.iter().map(|(_, took)| *took).max();
+    eprintln!("{WAITERS} waiters on a server pool of 20: longest wait {longest:?}");
+    assert!(late.is_empty(), "ended past the deadline: {late:?}");
 }

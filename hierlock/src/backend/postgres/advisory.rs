@@ -54,11 +54,18 @@ async fn take(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Resul
         .chunks(run.dialect.max_rows_per_statement())
         .enumerate()
     {
+        let partial = i > 0 || locks.len() > 1;
+        let bound = match run.statement_wait(partial)? {
+            Wait::Timeout(left) => super::server_bound(left),
+            _ => None,
+        };
         let fence = run.fence();
         let stmt = run
             .dialect
-            .advisory_lock_statement(locks, try_only, run.lease, fence);
-        let rows = run.query(stmt, i > 0 || locks.len() > 1, fence).await?;
+            .advisory_lock_statement(locks, try_only, run.lease, fence, bound);
+        let rows = run
+            .query_bounded(stmt, partial, fence, bound.is_some())
+            .await?;
         if on_standby(&rows) {
             return Err(run.on_standby().await);
         }

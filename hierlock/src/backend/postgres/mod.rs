@@ -79,11 +79,15 @@ pub(super) fn bucket_run(
 /// each column says whether its key was granted.
 ///
 /// With a `fence` (see `cancel`), a last column takes it once every key is.
+///
+/// With a `bound` (the time left before the acquisition's deadline), the
+/// server ends the statement's waits itself ([`bounded`]).
 pub(super) fn advisory_locks(
     plan: &[PlannedLock],
     try_only: bool,
     lease: Option<Duration>,
     fence: Option<Fence>,
+    bound: Option<Duration>,
 ) -> Statement {
     let prefix = if try_only {
         "pg_try_advisory_xact_lock"
@@ -99,14 +103,60 @@ pub(super) fn advisory_locks(
     }
     sql.push_str(STANDBY_COLUMN);
     sql.push_str(&lease_column(lease));
+    // The bound ends before the fence, which waits only for a canceller.
+    let bound_param = plan.len() + 1 + if fence.is_some() { 2 } else { 0 };
+    if bound.is_some() {
+        sql.push_str(", set_config('lock_timeout', hierlock_d.hierlock_prev, true) AS hierlock_restore");
+    }
     if fence.is_some() {
         write!(sql, ", {} AS hierlock_fence", fence_call(plan.len() + 1)).ok();
+    }
+    if bound.is_some() {
+        sql.push_str(&bounded(bound_param));
     }
     let values = plan
         .iter()
         .map(|lock| Value::from(lock.key.slot))
-        .chain(fence_values(fence));
+        .chain(fence_values(fence))
+        .chain(bound.map(bound_value));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// ` FROM (…) AS hierlock_d`: the server's own bound on a lock statement's
+/// waits, so that a deadline holds when hierlock's cancellation cannot
+/// reach the server in time (a side connection queued behind the waiters
+/// in a full pgbouncer pool, a slow network). Before the statement's
+/// locks, `lock_timeout` is set for the transaction to the time left
+/// (parameter `$param`, milliseconds), unless a tighter one is in force;
+/// a column after the locks (`hierlock_restore`) sets it back to the value
+/// read before. A wait the bound ends fails the statement (55P03, a
+/// `LockTimeout`) inside the acquisition's savepoint, whose rollback sets
+/// it back too. `OFFSET 0` keeps the subquery, hence the order, as
+/// written. `lock_timeout` bounds each wait of the statement, not their
+/// sum: a plan that waits for several keys in turn may still be ended by
+/// hierlock's cancellation.
+fn bounded(param: usize) -> String {
+    format!(
+        " FROM (SELECT current_setting('lock_timeout') AS hierlock_prev, \
+         set_config('lock_timeout', CASE WHEN current_setting('lock_timeout')::interval \
+         BETWEEN interval '1 millisecond' AND (${param} || ' milliseconds')::interval \
+         THEN current_setting('lock_timeout') ELSE ${param} END, true) AS hierlock_bound \
+         OFFSET 0) AS hierlock_d"
+    )
+}
+
+/// The server's bound for a statement with `left` before its deadline:
+/// none past the largest `lock_timeout` (`INT_MAX` milliseconds, about 24.8
+/// days), where hierlock's cancellation alone keeps the deadline.
+pub(super) fn server_bound(left: Duration) -> Option<Duration> {
+    (left.as_millis() <= i32::MAX as u128).then_some(left)
+}
+
+/// The time left, as [`bounded`]'s parameter: whole milliseconds, at least
+/// one (`0` would turn the timeout off).
+fn bound_value(left: Duration) -> Value {
+    let millis = left.as_millis().max(1);
+    Value::from(millis.to_string())
 }
 
 /// `pg_advisory_xact_lock_shared($n, $n+1)::text`: take a fence, shared (a
