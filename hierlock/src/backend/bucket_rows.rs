@@ -53,7 +53,10 @@ pub(crate) async fn take(
             .bucket_lock_statement(table, locks, wait, run.lease, fence);
         // Earlier statements, or earlier rows of this one, may hold locks.
         let partial = partial || locks.len() > 1;
-        let rows = run.query(stmt, partial, fence).await?;
+        // PostgreSQL's timed statement bounds its own waits.
+        let server_bound = run.dialect == super::dialect::Dialect::Postgres
+            && matches!(wait, crate::config::Wait::Timeout(left) if super::postgres::server_bound(left).is_some());
+        let rows = run.query_bounded(stmt, partial, fence, server_bound).await?;
         if run.dialect.is_mysql_family() && super::mysql::on_read_only(&rows) {
             return Err(run.on_read_only_server().await);
         }

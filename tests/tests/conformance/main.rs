@@ -178,7 +178,8 @@ exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     partition::the_lease_ends_with_its_transaction,
     lease::the_lease_keeps_a_tighter_timeout,
     versions::unsigned_versions_on_postgres,
-    errors::postgres_failure_leaves_the_transaction_usable);
+    errors::postgres_failure_leaves_the_transaction_usable,
+    errors::postgres_server_bound_keeps_the_callers_lock_timeout);
 common_tests!(sqlite => hierlock_tests::Backend::Sqlite;
     cancel::timeouts_have_millisecond_precision,
     cancel::sqlite_timeouts_are_kept_to_a_few_milliseconds,

@@ -25,13 +25,15 @@
 
 use std::time::{Duration, Instant};
 
-use hierlock::{ErrorKind, Locker, Request, Target, Wait};
+use hierlock::{Config, ErrorKind, Locker, PostgresLocks, Request, Target, Wait};
+use hierlock_migration::Provision;
 use sea_orm::ConnectionTrait;
 use sea_orm::sqlx::postgres::PgConnectOptions;
 use sea_orm::{DatabaseConnection, DatabaseTransaction, DbBackend, Statement, TransactionTrait};
 
 use crate::support::{
-    Server, advisory_config, connect, query_i64, try_connect, try_connect_url, within,
+    Server, advisory_config, bucket_config, connect, exec, query_i64, try_connect, try_connect_url,
+    within,
 };
 
 /// The sqlx options hierlock's pools need behind pgbouncer ≤ 1.20 in
@@ -56,10 +58,10 @@ struct Bounced {
 impl Bounced {
     async fn new() -> Bounced {
         let turn = POOL.read().await;
-        Self::with_turn(turn).await
+        Self::with(turn, advisory_config()).await
     }
 
-    async fn with_turn(turn: tokio::sync::RwLockReadGuard<'static, ()>) -> Bounced {
+    async fn with(turn: tokio::sync::RwLockReadGuard<'static, ()>, config: Config) -> Bounced {
         let db = try_connect(Server::Pgbouncer, 8, behind_pgbouncer)
             .await
             .unwrap_or_else(|e| {
@@ -68,13 +70,9 @@ impl Bounced {
                     Server::Pgbouncer.url()
                 )
             });
-        let locker = within(
-            10,
-            "Locker::connect",
-            Locker::connect(&db, advisory_config()),
-        )
-        .await
-        .expect("a locker through the transaction-mode pool");
+        let locker = within(10, "Locker::connect", Locker::connect(&db, config))
+            .await
+            .expect("a locker through the transaction-mode pool");
         let server = connect(Server::PostgresBehindPgbouncer).await;
         Bounced {
             db,
@@ -434,52 +432,67 @@ async fn a_storm_of_dropped_waiters_reaches_no_other_client() {
 /// (PostgreSQL's `lock_timeout`, set by the lock statement). Every waiter
 /// ends with `LockTimeout`, by its deadline and the server's answer; those
 /// that got a server connection only once others ended wait their own
-/// deadline from then.
+/// deadline from then. Advisory locks and the bucket table (provisioned on
+/// the server directly).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_burst_on_a_full_server_pool_ends_in_lock_timeouts() {
     const WAITERS: usize = 30;
     let timeout = Duration::from_millis(300);
-    // Alone: the burst fills the server pool the other tests use.
-    let alone = POOL.write().await;
-    let fx = Bounced::with_turn(tokio::sync::RwLockWriteGuard::downgrade(alone)).await;
-    let clients = try_connect(Server::Pgbouncer, WAITERS as u32, behind_pgbouncer)
-        .await
-        .expect("a client pool through pgbouncer");
-    let holder = fx.begin().await;
-    fx.take(&holder, &resource(), Wait::Block)
-        .await
-        .expect("uncontended");
-    let outcomes = futures::future::join_all((0..WAITERS).map(|_| {
-        let (fx, clients) = (&fx, &clients);
-        async move {
-            let txn = within(30, "BEGIN", clients.begin())
-                .await
-                .expect("begin through pgbouncer");
-            let from = Instant::now();
-            let outcome = within(
-                30,
-                "an acquisition",
-                fx.locker
-                    .acquire_with(&txn, [resource()], Wait::Timeout(timeout)),
-            )
-            .await
-            .map(drop);
-            let took = from.elapsed();
-            drop(txn);
-            (outcome, took)
-        }
-    }))
-    .await;
-    holder.rollback().await.expect("rollback");
-    let mut late = Vec::new();
-    for (outcome, took) in &outcomes {
-        let err = outcome.as_ref().expect_err("held");
-        assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
-        if *took > timeout + Duration::from_millis(400) {
-            late.push(*took);
-        }
+    let buckets = bucket_config("pgbouncer_burst").with_postgres_locks(PostgresLocks::BucketTable);
+    let server = connect(Server::PostgresBehindPgbouncer).await;
+    for table in [buckets.table().to_string(), buckets.table().meta()] {
+        exec(&server, &format!("DROP TABLE IF EXISTS {table}")).await;
     }
-    let longest = outcomes.iter().map(|(_, took)| *took).max();
-    eprintln!("{WAITERS} waiters on a server pool of 20: longest wait {longest:?}");
-    assert!(late.is_empty(), "ended past the deadline: {late:?}");
+    within(
+        30,
+        "provisioning",
+        Provision::new(buckets.clone()).run(&server),
+    )
+    .await
+    .expect("provisioning the bucket table");
+    for (config, mode) in [(advisory_config(), "advisory"), (buckets, "bucket table")] {
+        // Alone: the burst fills the server pool the other tests use.
+        let alone = POOL.write().await;
+        let fx = Bounced::with(tokio::sync::RwLockWriteGuard::downgrade(alone), config).await;
+        let clients = try_connect(Server::Pgbouncer, WAITERS as u32, behind_pgbouncer)
+            .await
+            .expect("a client pool through pgbouncer");
+        let holder = fx.begin().await;
+        fx.take(&holder, &resource(), Wait::Block)
+            .await
+            .expect("uncontended");
+        let outcomes = futures::future::join_all((0..WAITERS).map(|_| {
+            let (fx, clients) = (&fx, &clients);
+            async move {
+                let txn = within(30, "BEGIN", clients.begin())
+                    .await
+                    .expect("begin through pgbouncer");
+                let from = Instant::now();
+                let outcome = within(
+                    30,
+                    "an acquisition",
+                    fx.locker
+                        .acquire_with(&txn, [resource()], Wait::Timeout(timeout)),
+                )
+                .await
+                .map(drop);
+                let took = from.elapsed();
+                drop(txn);
+                (outcome, took)
+            }
+        }))
+        .await;
+        holder.rollback().await.expect("rollback");
+        let mut late = Vec::new();
+        for (outcome, took) in &outcomes {
+            let err = outcome.as_ref().expect_err("held");
+            assert_eq!(err.kind(), ErrorKind::LockTimeout, "{mode}: {err}");
+            if *took > timeout + Duration::from_millis(400) {
+                late.push(*took);
+            }
+        }
+        let longest = outcomes.iter().map(|(_, took)| *took).max();
+        eprintln!("{mode}: {WAITERS} waiters on a server pool of 20: longest wait {longest:?}");
+        assert!(late.is_empty(), "{mode}: ended past the deadline: {late:?}");
+    }
 }

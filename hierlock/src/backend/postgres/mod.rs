@@ -2,8 +2,10 @@
 //! optional bucket table.
 //!
 //! PostgreSQL rejects lock clauses inside a `UNION`, so a bucket plan is one
-//! statement per run of equal modes; it has no per-statement lock timeout,
-//! so hierlock cancels a statement at the deadline (see `cancel`).
+//! statement per run of equal modes. It has no per-statement lock timeout:
+//! a timed statement sets `lock_timeout` for its own waits ([`bounded`]),
+//! and hierlock cancels it if it has not answered just after the deadline
+//! (see `cancel`).
 
 pub(crate) mod advisory;
 
@@ -38,23 +40,49 @@ pub(super) fn bucket_run(
         // PostgreSQL rejects MariaDB's LOCK IN SHARE MODE.
         LockMode::Shared => "FOR SHARE",
     };
+    let bound = match wait {
+        Wait::Timeout(left) => server_bound(left),
+        _ => None,
+    };
     let wait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
+    // The bound (see `bounded`): set in a `WITH` query the locking query
+    // joins, so before its first lock; it is read once (materialized: it
+    // is named twice and volatile), and set back after the last.
+    let bound_join = if bound.is_some() {
+        " CROSS JOIN hierlock_d"
+    } else {
+        ""
+    };
     let mut sql = format!(
         "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{} \
          FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
-         JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
+         JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket{bound_join} \
          ORDER BY k.position {lock} OF b{wait}",
         lease_column(lease)
     );
-    if fence.is_some() {
+    let bound_param = 3 + if fence.is_some() { 2 } else { 0 };
+    if fence.is_some() || bound.is_some() {
         // The `WITH` query is scanned first, to its end (the `UNION ALL`
-        // runs its branches in order); the second branch's condition has
-        // no column, so it is evaluated once, when that branch starts.
-        sql = format!(
-            "WITH locked AS ({sql}) SELECT locked_level, locked_bucket FROM locked \
-             UNION ALL SELECT NULL, NULL WHERE {} IS NULL",
-            fence_call(3)
+        // runs its branches in order); a later branch's condition has no
+        // column, so it is evaluated once, when that branch starts.
+        let with_bound = if bound.is_some() {
+            format!("{}, ", bound_query(bound_param))
+        } else {
+            String::new()
+        };
+        let mut wrapped = format!(
+            "WITH {with_bound}locked AS ({sql}) SELECT locked_level, locked_bucket FROM locked"
         );
+        if bound.is_some() {
+            wrapped.push_str(
+                " UNION ALL SELECT NULL, NULL WHERE set_config('lock_timeout', \
+                 (SELECT hierlock_prev FROM hierlock_d), true) IS NULL",
+            );
+        }
+        if fence.is_some() {
+            write!(wrapped, " UNION ALL SELECT NULL, NULL WHERE {} IS NULL", fence_call(3)).ok();
+        }
+        sql = wrapped;
     }
     let array = |field: fn(&PlannedLock) -> i64| {
         let mut text = String::with_capacity(2 + run.len() * 8);
@@ -71,6 +99,7 @@ pub(super) fn bucket_run(
         array(|lock| lock.key.slot),
     ];
     values.extend(fence_values(fence));
+    values.extend(bound.map(bound_value));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
 
@@ -136,12 +165,24 @@ pub(super) fn advisory_locks(
 /// sum: a plan that waits for several keys in turn may still be ended by
 /// hierlock's cancellation.
 fn bounded(param: usize) -> String {
+    format!(" FROM ({} OFFSET 0) AS hierlock_d", bound_select(param))
+}
+
+/// `hierlock_d AS (…)`: [`bounded`]'s subquery as a `WITH` query, for the
+/// bucket table's statement.
+fn bound_query(param: usize) -> String {
+    format!("hierlock_d AS ({})", bound_select(param))
+}
+
+/// The caller's `lock_timeout` (`hierlock_prev`), and the bound set: the
+/// time left (parameter `$param`, milliseconds) unless the caller's is
+/// tighter.
+fn bound_select(param: usize) -> String {
     format!(
-        " FROM (SELECT current_setting('lock_timeout') AS hierlock_prev, \
+        "SELECT current_setting('lock_timeout') AS hierlock_prev, \
          set_config('lock_timeout', CASE WHEN current_setting('lock_timeout')::interval \
          BETWEEN interval '1 millisecond' AND (${param} || ' milliseconds')::interval \
-         THEN current_setting('lock_timeout') ELSE ${param} END, true) AS hierlock_bound \
-         OFFSET 0) AS hierlock_d"
+         THEN current_setting('lock_timeout') ELSE ${param} END, true) AS hierlock_bound"
     )
 }
 
