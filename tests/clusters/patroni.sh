@@ -30,6 +30,11 @@
 # `start` takes about 5 s with no data (after the packages' install on first
 # use), 10 s from a stopped cluster, 0.4 s when it runs; `heal` 3-15 s.
 set -euo pipefail
+# The daemons started here outlive the caller: none keeps its working
+# directory (a checkout that may be deleted while they run; Patroni starts
+# PostgreSQL through Python's multiprocessing, which reads it, and fails
+# once it is gone).
+cd /
 
 ROOT=${HIERLOCK_PATRONI_DIR:-/var/tmp/hierlock-patroni}
 PGBIN=/usr/lib/postgresql/15/bin
