@@ -55,7 +55,7 @@ pub(crate) async fn take(
         let partial = partial || locks.len() > 1;
         // PostgreSQL's timed statement bounds its own waits.
         let server_bound = run.dialect == super::dialect::Dialect::Postgres
-            && matches!(wait, crate::config::Wait::Timeout(left) if super::postgres::server_bound(left).is_some());
+            && super::postgres::server_bound(wait).is_some();
         let rows = run.query_bounded(stmt, partial, fence, server_bound).await?;
         if run.dialect.is_mysql_family() && super::mysql::on_read_only(&rows) {
             return Err(run.on_read_only_server().await);

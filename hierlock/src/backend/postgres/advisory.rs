@@ -55,10 +55,7 @@ async fn take(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Resul
         .enumerate()
     {
         let partial = i > 0 || locks.len() > 1;
-        let bound = match run.statement_wait(partial)? {
-            Wait::Timeout(left) => super::server_bound(left),
-            _ => None,
-        };
+        let bound = super::server_bound(run.statement_wait(partial)?);
         let fence = run.fence();
         let stmt = run
             .dialect

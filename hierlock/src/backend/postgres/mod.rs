@@ -40,10 +40,7 @@ pub(super) fn bucket_run(
         // PostgreSQL rejects MariaDB's LOCK IN SHARE MODE.
         LockMode::Shared => "FOR SHARE",
     };
-    let bound = match wait {
-        Wait::Timeout(left) => server_bound(left),
-        _ => None,
-    };
+    let bound = server_bound(wait);
     let wait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
     // The bound (see `bounded`): set in a `WITH` query the locking query
     // joins, so before its first lock; it is read once (materialized: it
@@ -186,11 +183,15 @@ fn bound_select(param: usize) -> String {
     )
 }
 
-/// The server's bound for a statement with `left` before its deadline:
-/// none past the largest `lock_timeout` (`INT_MAX` milliseconds, about 24.8
-/// days), where hierlock's cancellation alone keeps the deadline.
-pub(super) fn server_bound(left: Duration) -> Option<Duration> {
-    (left.as_millis() <= i32::MAX as u128).then_some(left)
+/// The server's bound for a statement that waits as `wait`: the time left
+/// of a [`Wait::Timeout`]; none past the largest `lock_timeout` (`INT_MAX`
+/// milliseconds, about 24.8 days), where hierlock's cancellation alone
+/// keeps the deadline.
+pub(crate) fn server_bound(wait: Wait) -> Option<Duration> {
+    match wait {
+        Wait::Timeout(left) if left.as_millis() <= i32::MAX as u128 => Some(left),
+        _ => None,
+    }
 }
 
 /// The time left, as [`bounded`]'s parameter: whole milliseconds, at least
