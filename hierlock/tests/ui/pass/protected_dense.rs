@@ -8,7 +8,7 @@
 //! `.insert(&lock)` / `.save(&lock)`, `.delete(&lock)`). `main`
 //! checks that protecting the entities leaves their schema unchanged:
 //! `Schema::create_table_from_entity(x::Table)` gives the SQL of the same
-//! entity unprotected.
+//! entity unprotected, and SeaORM's entity registry syncs the same tables.
 #![deny(warnings)]
 #![allow(dead_code)]
 
@@ -476,7 +476,61 @@ fn schema_is_unchanged() {
     assert!(sql.contains(r#"REFERENCES "dense_tags""#), "{sql}");
 }
 
+/// SeaORM's entity registry (`db.get_schema_registry(prefix).sync(&db)`,
+/// features `entity-registry` and `schema-sync`) creates the same tables
+/// for the protected entities as for the same entities unprotected: each
+/// set synced into an empty SQLite database, the two schemas are equal.
+fn registry_schema_is_unchanged() {
+    use hierlock::sea_orm::{ConnectOptions, ConnectionTrait, Database, Statement};
+
+    async fn synced(prefix: &str) -> Vec<(String, Option<String>)> {
+        let mut options = ConnectOptions::new("sqlite::memory:");
+        options.max_connections(1);
+        let db = Database::connect(options)
+            .await
+            .expect("an SQLite database");
+        db.get_schema_registry(prefix)
+            .sync(&db)
+            .await
+            .unwrap_or_else(|e| panic!("sync of {prefix}: {e}"));
+        db.query_all_raw(Statement::from_string(
+            DbBackend::Sqlite,
+            "SELECT name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name",
+        ))
+        .await
+        .expect("the schema")
+        .iter()
+        .map(|row| {
+            (
+                row.try_get("", "name").unwrap(),
+                row.try_get("", "sql").unwrap(),
+            )
+        })
+        .collect()
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        // The sealed modules `#[protected]` generates sit beside their
+        // facades, as `__hierlock_<module>`.
+        let protected = synced(&format!("{}::__hierlock_", module_path!())).await;
+        let plain = synced(&format!("{}::plain::", module_path!())).await;
+        let tables = protected
+            .iter()
+            .filter(|(name, _)| name.starts_with("dense_"))
+            .count();
+        assert_eq!(
+            tables, 6,
+            "every protected entity is registered: {protected:?}"
+        );
+        assert_eq!(protected, plain);
+    });
+}
+
 fn main() {
     let _ = (reads, writes, nested_writes, rename, remove_user);
     schema_is_unchanged();
+    registry_schema_is_unchanged();
 }
