@@ -501,19 +501,28 @@ mod tests {
             left,
         );
         let sql = &stmt.sql;
-        // The bound is set in the subquery, before the locks; set back after
-        // them, before the fence; its parameter follows the fence's.
+        // The deadline is fixed in the subquery; before each lock, the time
+        // left of it is set; the setting is set back after the locks, before
+        // the fence; the bound's parameter follows the fence's.
         let restore = sql.find("hierlock_restore").expect(sql);
         let fence = sql.find("hierlock_fence").expect(sql);
-        let lock = sql.find("pg_advisory_xact_lock($2)").expect(sql);
-        assert!(lock < restore && restore < fence, "{sql}");
+        let first = sql.find("pg_advisory_xact_lock_shared($1)").expect(sql);
+        let second = sql.find("pg_advisory_xact_lock($2)").expect(sql);
+        let rebound = |column: &str| {
+            let at = sql.find(&format!("AS {column}")).expect(sql);
+            assert!(sql[..at].ends_with("::int8::text, true) "), "{sql}");
+            at
+        };
+        assert!(rebound("hierlock_b0") < first && first < rebound("hierlock_b1"), "{sql}");
+        assert!(rebound("hierlock_b1") < second, "{sql}");
+        assert!(second < restore && restore < fence, "{sql}");
         assert!(
             sql.ends_with(
                 "FROM (SELECT current_setting('lock_timeout') AS hierlock_prev, \
-                 set_config('lock_timeout', CASE WHEN current_setting('lock_timeout')::interval \
-                 BETWEEN interval '1 millisecond' AND ($5 || ' milliseconds')::interval \
-                 THEN current_setting('lock_timeout') ELSE $5 END, true) AS hierlock_bound \
-                 OFFSET 0) AS hierlock_d"
+                 clock_timestamp() + ($5 || ' milliseconds')::interval AS hierlock_end, \
+                 CASE WHEN current_setting('lock_timeout')::interval >= interval '1 millisecond' \
+                 THEN extract(epoch FROM current_setting('lock_timeout')::interval) * 1000 END \
+                 AS hierlock_cap OFFSET 0) AS hierlock_d"
             ),
             "{sql}"
         );

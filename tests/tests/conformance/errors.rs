@@ -359,6 +359,47 @@ pub async fn other_server_errors_are_database_errors(backend: Backend) {
     );
 }
 
+/// PostgreSQL: the server's bound is the deadline of the statement's waits
+/// together, not of each. A plan that waits for one key, gets it, then
+/// waits for another is ended by the server at the deadline (55P03, the
+/// error's source), before hierlock's cancellation, which comes a little
+/// later and leaves no server error.
+pub async fn postgres_server_bound_ends_a_second_wait_at_the_deadline(backend: Backend) {
+    let fx = Fixture::new(backend, "bound_sum", 1000).await;
+    // Every user key comes before every account key in the plan, and both
+    // are shared (one statement on the bucket table too): the acquisition
+    // waits for `u1`, then for `a2`.
+    let second_holder = holding(&fx, &[Target::account("u2", "a2").write()]).await;
+    let first_holder = holding(&fx, &[Target::user("u1").write()]).await;
+    let wanted = [
+        Target::resource("u1", "a1", "r1").write(),
+        Target::resource("u2", "a2", "r2").write(),
+    ];
+    let txn = fx.begin().await;
+    let (taken, ()) = tokio::join!(
+        bounded(
+            "two waits in turn",
+            take(
+                &fx,
+                &txn,
+                &wanted,
+                Wait::Timeout(Duration::from_millis(800))
+            ),
+        ),
+        async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            first_holder.rollback().await.expect("rollback");
+        }
+    );
+    let err = taken.expect_err("a2 stays held");
+    assert_eq!(err.kind(), ErrorKind::LockTimeout, "{err}");
+    let source = std::error::Error::source(&err)
+        .unwrap_or_else(|| panic!("ended by hierlock's cancellation, not the server: {err}"));
+    assert!(source.to_string().contains("lock timeout"), "{source}");
+    drop(txn);
+    second_holder.rollback().await.expect("rollback");
+}
+
 /// PostgreSQL's timed advisory-lock statement bounds its own wait with
 /// `lock_timeout` (the time left): the caller's value is back after a
 /// granted wait and after a timed-out one, a tighter value of the caller's

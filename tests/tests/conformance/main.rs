@@ -165,6 +165,7 @@ exact_tests!(postgres => hierlock_tests::Backend::Postgres;
     versions::unsigned_versions_on_postgres,
     errors::postgres_failure_leaves_the_transaction_usable,
     errors::postgres_server_bound_keeps_the_callers_lock_timeout,
+    errors::postgres_server_bound_ends_a_second_wait_at_the_deadline,
     errors::other_server_errors_are_database_errors);
 exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     subtree::subtree_stress_in_a_tiny_bucket_space,
@@ -179,7 +180,8 @@ exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     lease::the_lease_keeps_a_tighter_timeout,
     versions::unsigned_versions_on_postgres,
     errors::postgres_failure_leaves_the_transaction_usable,
-    errors::postgres_server_bound_keeps_the_callers_lock_timeout);
+    errors::postgres_server_bound_keeps_the_callers_lock_timeout,
+    errors::postgres_server_bound_ends_a_second_wait_at_the_deadline);
 common_tests!(sqlite => hierlock_tests::Backend::Sqlite;
     cancel::timeouts_have_millisecond_precision,
     cancel::sqlite_timeouts_are_kept_to_a_few_milliseconds,

@@ -2,6 +2,7 @@
 //! their modes, as the server's own lock state shows; and in key order.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use hierlock::{Dialect, LockMode, LockPlan, MAX_LOCKS_PER_CALL, Request, Target, Wait};
 use hierlock_tests::{Backend, Fixture, bounded};
@@ -87,7 +88,9 @@ async fn check_exact(fx: &Fixture, space: i64, resources: usize, isolation: Isol
 
 /// While one resource in the middle of a large plan is held elsewhere, an
 /// acquisition of the plan waits for it holding exactly the rows before it:
-/// every row is taken in key order.
+/// every row is taken in key order. Blocking, and with a deadline (on
+/// PostgreSQL's bucket table, a timed run locks each row in a subquery of
+/// its own, after setting the time left).
 pub async fn a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken(backend: Backend) {
     let fx = Fixture::new(backend, "scale_order", 2_000).await;
     let requests: Vec<Request> = (0..600)
@@ -107,30 +110,36 @@ pub async fn a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken(ba
         })
         .expect("a resource in the middle")
         .clone();
-    let holder = fx.begin().await;
-    take(&fx, &holder, &[blocker], Wait::Block)
-        .await
-        .expect("uncontended");
-    let waiter = fx.begin().await;
-    let id = fx.connection_id(&waiter).await;
-    let locker = fx.locker.clone();
-    let task = tokio::spawn(async move {
-        let outcome = locker.acquire(&waiter, requests).await.map(drop);
-        (outcome, waiter)
-    });
-    fx.wait_until_blocked(id).await;
     let before: BTreeSet<Key> = plan
         .locks()
         .iter()
         .filter(|l| l.key <= middle)
         .map(|l| (i64::from(l.key.level.as_u8()), l.key.slot))
         .collect();
-    let (locked, _) = bucket_rows_locked(&fx, 2_000).await;
-    assert_eq!(locked, before, "the rows up to the one held elsewhere");
-    holder.rollback().await.expect("rollback");
-    let (outcome, waiter) = bounded("the waiter", task).await.expect("task");
-    outcome.expect("granted once released");
-    waiter.rollback().await.expect("rollback");
+    for wait in [Wait::Block, Wait::Timeout(Duration::from_secs(60))] {
+        let holder = fx.begin().await;
+        take(&fx, &holder, std::slice::from_ref(&blocker), Wait::Block)
+            .await
+            .expect("uncontended");
+        let waiter = fx.begin().await;
+        let id = fx.connection_id(&waiter).await;
+        let locker = fx.locker.clone();
+        let requests = requests.clone();
+        let task = tokio::spawn(async move {
+            let outcome = locker.acquire_with(&waiter, requests, wait).await.map(drop);
+            (outcome, waiter)
+        });
+        fx.wait_until_blocked(id).await;
+        let (locked, _) = bucket_rows_locked(&fx, 2_000).await;
+        assert_eq!(
+            locked, before,
+            "{wait:?}: the rows up to the one held elsewhere"
+        );
+        holder.rollback().await.expect("rollback");
+        let (outcome, waiter) = bounded("the waiter", task).await.expect("task");
+        outcome.expect("granted once released");
+        waiter.rollback().await.expect("rollback");
+    }
 }
 
 /// The plan's keys (of one mode, or all).

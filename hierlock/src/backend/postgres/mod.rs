@@ -42,26 +42,36 @@ pub(super) fn bucket_run(
     };
     let bound = server_bound(wait);
     let wait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
-    // The bound (see `bounded`): set in a `WITH` query the locking query
-    // joins, so before its first lock; it is read once (materialized: it
-    // is named twice and volatile), and set back after the last.
-    let bound_join = if bound.is_some() {
-        " CROSS JOIN hierlock_d"
+    let lease = lease_column(lease);
+    let mut sql = if bound.is_some() {
+        // The bound (see `bounded`) is set again before each row's lock:
+        // the row is locked in a subquery of its own, in the `WHERE` of
+        // which the setting is made, so each row's `FOR UPDATE` runs after
+        // its own setting. A nested loop over the keys, in their order, runs
+        // those subqueries: the rows are locked in the plan's order, as the
+        // `ORDER BY` below does it for an unbounded run.
+        format!(
+            "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{lease} \
+             FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
+             CROSS JOIN hierlock_d CROSS JOIN LATERAL (SELECT t.level, t.bucket FROM {table} AS t \
+             WHERE t.level = k.level AND t.bucket = k.bucket AND {REBOUND} IS NOT NULL \
+             {lock} OF t) AS b ORDER BY k.position"
+        )
     } else {
-        ""
+        format!(
+            "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{lease} \
+             FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
+             JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
+             ORDER BY k.position {lock} OF b{wait}"
+        )
     };
-    let mut sql = format!(
-        "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{} \
-         FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
-         JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket{bound_join} \
-         ORDER BY k.position {lock} OF b{wait}",
-        lease_column(lease)
-    );
     let bound_param = 3 + if fence.is_some() { 2 } else { 0 };
     if fence.is_some() || bound.is_some() {
         // The `WITH` query is scanned first, to its end (the `UNION ALL`
         // runs its branches in order); a later branch's condition has no
         // column, so it is evaluated once, when that branch starts.
+        // `hierlock_d` is read once (materialized: it is named twice and
+        // volatile).
         let with_bound = if bound.is_some() {
             format!("{}, ", bound_query(bound_param))
         } else {
@@ -121,9 +131,15 @@ pub(super) fn advisory_locks(
         "pg_advisory_xact_lock"
     };
     let mut sql = String::from("SELECT ");
+    debug_assert!(!(try_only && bound.is_some()), "a try-lock never waits");
     for (i, lock) in plan.iter().enumerate() {
         if i > 0 {
             sql.push_str(", ");
+        }
+        if bound.is_some() {
+            // The select list is evaluated left to right: each key's wait
+            // gets what is left of the deadline when it starts.
+            write!(sql, "{REBOUND} AS hierlock_b{i}, ").ok();
         }
         write!(sql, "{prefix}{}(${}) AS l{i}", shared_suffix(lock), i + 1).ok();
     }
@@ -151,16 +167,20 @@ pub(super) fn advisory_locks(
 /// ` FROM (…) AS hierlock_d`: the server's own bound on a lock statement's
 /// waits, so that a deadline holds when hierlock's cancellation cannot
 /// reach the server in time (a side connection queued behind the waiters
-/// in a full pgbouncer pool, a slow network). Before the statement's
-/// locks, `lock_timeout` is set for the transaction to the time left
-/// (parameter `$param`, milliseconds), unless a tighter one is in force;
-/// a column after the locks (`hierlock_restore`) sets it back to the value
-/// read before. A wait the bound ends fails the statement (55P03, a
-/// `LockTimeout`) inside the acquisition's savepoint, whose rollback sets
-/// it back too. `OFFSET 0` keeps the subquery, hence the order, as
-/// written. `lock_timeout` bounds each wait of the statement, not their
-/// sum: a plan that waits for several keys in turn may still be ended by
-/// hierlock's cancellation.
+/// in a full pgbouncer pool, a slow network). The subquery reads the
+/// caller's `lock_timeout` (`hierlock_prev`) and fixes the deadline
+/// (`hierlock_end`: the time left, parameter `$param` in milliseconds, from
+/// when the statement runs); before each lock, [`REBOUND`] sets
+/// `lock_timeout` for the transaction to what is left of it, so that the
+/// statement's waits together end by the deadline, not each of them. A
+/// tighter `lock_timeout` of the caller's bounds each wait as before. A
+/// column after the locks (`hierlock_restore`) sets the caller's value
+/// back. A wait the bound ends fails the statement (55P03, a `LockTimeout`)
+/// inside the acquisition's savepoint, whose rollback sets it back too.
+/// `OFFSET 0` keeps the subquery, hence the order, as written.
+///
+/// PostgreSQL may wait twice for one row (for the row's lock, then for the
+/// transaction that held it), each wait bounded by what was left before it.
 fn bounded(param: usize) -> String {
     format!(" FROM ({} OFFSET 0) AS hierlock_d", bound_select(param))
 }
@@ -171,17 +191,24 @@ fn bound_query(param: usize) -> String {
     format!("hierlock_d AS ({})", bound_select(param))
 }
 
-/// The caller's `lock_timeout` (`hierlock_prev`), and the bound set: the
-/// time left (parameter `$param`, milliseconds) unless the caller's is
-/// tighter.
+/// The caller's `lock_timeout` (`hierlock_prev`, and `hierlock_cap` in
+/// milliseconds when it bounds waits), and the deadline (`hierlock_end`):
+/// the time left (parameter `$param`, milliseconds) from now.
 fn bound_select(param: usize) -> String {
     format!(
         "SELECT current_setting('lock_timeout') AS hierlock_prev, \
-         set_config('lock_timeout', CASE WHEN current_setting('lock_timeout')::interval \
-         BETWEEN interval '1 millisecond' AND (${param} || ' milliseconds')::interval \
-         THEN current_setting('lock_timeout') ELSE ${param} END, true) AS hierlock_bound"
+         clock_timestamp() + (${param} || ' milliseconds')::interval AS hierlock_end, \
+         CASE WHEN current_setting('lock_timeout')::interval >= interval '1 millisecond' \
+         THEN extract(epoch FROM current_setting('lock_timeout')::interval) * 1000 END \
+         AS hierlock_cap"
     )
 }
+
+/// Set `lock_timeout` to what is left before `hierlock_d`'s deadline (at
+/// least 1 ms: `0` would turn it off), or to the caller's tighter value:
+/// evaluated right before a lock (see [`bounded`]).
+const REBOUND: &str = "set_config('lock_timeout', greatest(1, ceil(least(hierlock_d.hierlock_cap, \
+    extract(epoch FROM hierlock_d.hierlock_end - clock_timestamp()) * 1000)))::int8::text, true)";
 
 /// The server's bound for a statement that waits as `wait`: the time left
 /// of a [`Wait::Timeout`]; none past the largest `lock_timeout` (`INT_MAX`
