@@ -4,6 +4,7 @@
 #
 #   tests/clusters/instances.sh start                 # idempotent; fails with the logs after 60 s
 #   tests/clusters/instances.sh crash mariadb|postgres # kill -9 the server, start it again, wait until it serves
+#   tests/clusters/instances.sh restart mariadb|postgres # shut it down cleanly (SIGTERM; pg_ctl -m fast), start it again
 #   tests/clusters/instances.sh stop
 #   tests/clusters/instances.sh status
 #
@@ -143,6 +144,13 @@ crash)
     *) echo "usage: $0 crash mariadb|postgres" >&2; exit 2 ;;
     esac
     ;;
+restart)
+    case "${2:-}" in
+    mariadb) m_stop; rm -f "$M_DIR/mysqld.pid"; m_launch; say "MariaDB restarted" ;;
+    postgres) pg_stop; pg_launch; say "PostgreSQL restarted" ;;
+    *) echo "usage: $0 restart mariadb|postgres" >&2; exit 2 ;;
+    esac
+    ;;
 stop)
     m_stop
     pg_stop
@@ -153,7 +161,7 @@ status)
     pg_running && say "PostgreSQL up on $PG_PORT" || say "PostgreSQL down"
     ;;
 *)
-    echo "usage: $0 start|crash mariadb|postgres|stop|status" >&2
+    echo "usage: $0 start|crash mariadb|postgres|restart mariadb|postgres|stop|status" >&2
     exit 2
     ;;
 esac

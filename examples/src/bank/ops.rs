@@ -510,6 +510,14 @@ impl Failure {
                 Some(Conflict::Deadlock) => "deadlock".into(),
                 Some(Conflict::Busy(what)) => what.into(),
                 Some(Conflict::Serialization) => "serialization failure".into(),
+                // hierlock's own code table says whether the connection is
+                // gone (a server shutting down ends it with an error of its
+                // own: MySQL's 1053, PostgreSQL's 57P01).
+                None if hierlock::Error::database("a statement", err.clone()).kind()
+                    == ErrorKind::ConnectionLost =>
+                {
+                    format!("connection lost: {err}")
+                }
                 None => err.to_string(),
             },
             Failure::CommitUnknown(err) => format!("commit outcome unknown: {err}"),

@@ -5,13 +5,13 @@
 //! ```sh
 //! cargo run --release -p hierlock-tests --bin chaos -- \
 //!     [--server mariadb,mysql,postgres,postgres-buckets,pgbouncer,mariadb-own,postgres-own,group-replication] \
-//!     [--fault storm,burst,kill,reset,silent,crash,primary] [--rounds 10] [--tasks 8]
+//!     [--fault storm,burst,kill,reset,silent,crash,restart,primary] [--rounds 10] [--tasks 8]
 //! ```
 //!
 //! The servers are the suite's (`tests/run` starts them; the same
 //! `HIERLOCK_*_URL` variables choose others), and the run's own, which it
-//! crashes (`mariadb-own`, `postgres-own`: `tests/clusters/instances.sh
-//! start`; crashes run only there), and the Group Replication group
+//! crashes and graceful restarts (`mariadb-own`, `postgres-own`: `tests/clusters/instances.sh
+//! start`; they run only there), and the Group Replication group
 //! (`tests/clusters/group-replication.sh start`; its primary is killed,
 //! through a router that follows the primary). The other faults run on the
 //! shared single servers. Exits non-zero if any phase saw a bystander error, an unexpected
@@ -36,11 +36,11 @@ struct Args {
     )]
     server: Vec<String>,
     /// Faults to inject, comma-separated: storm, burst, kill, reset,
-    /// silent, crash, primary.
+    /// silent, crash, restart, primary.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "storm,burst,kill,reset,silent,crash,primary"
+        default_value = "storm,burst,kill,reset,silent,crash,restart,primary"
     )]
     fault: Vec<String>,
     /// Rounds of each fault.

@@ -39,6 +39,11 @@ pub enum Fault {
     /// The server killed (`kill -9`) and started again, under load: only
     /// the chaos run's own servers.
     Crash,
+    /// The server shut down cleanly (MariaDB on `SIGTERM`, PostgreSQL's
+    /// `pg_ctl restart -m fast`: connections ended with "shutdown in
+    /// progress" / 57P01, new ones refused until it is back) and started
+    /// again, under load: only the chaos run's own servers.
+    Restart,
     /// A Group Replication group's primary killed (`kill -9`) under load,
     /// then put back: only the group.
     PrimaryKill,
@@ -46,13 +51,14 @@ pub enum Fault {
 
 impl Fault {
     /// Every fault, in the order a run injects them.
-    pub const ALL: [Fault; 7] = [
+    pub const ALL: [Fault; 8] = [
         Fault::Storm,
         Fault::Burst,
         Fault::Kill,
         Fault::Reset,
         Fault::Silence,
         Fault::Crash,
+        Fault::Restart,
         Fault::PrimaryKill,
     ];
 
@@ -65,6 +71,7 @@ impl Fault {
             Fault::Reset => "network reset",
             Fault::Silence => "silent network",
             Fault::Crash => "server crash",
+            Fault::Restart => "graceful restart",
             Fault::PrimaryKill => "primary kill",
         }
     }
@@ -74,7 +81,7 @@ impl Fault {
     /// shared single servers.
     pub fn runs_on(self, server: Server) -> bool {
         match self {
-            Fault::Crash => server.own_instance().is_some(),
+            Fault::Crash | Fault::Restart => server.own_instance().is_some(),
             Fault::PrimaryKill => server == Server::GroupReplication,
             _ => server.own_instance().is_none() && server != Server::GroupReplication,
         }
@@ -179,7 +186,8 @@ pub(super) async fn inject(fault: Fault, env: &Env, victims: &mut Victims) -> Re
         Fault::Kill => kill(env, victims).await,
         Fault::Reset => reset(env, victims).await,
         Fault::Silence => silence(env, victims).await,
-        Fault::Crash => crash(env, victims).await,
+        Fault::Crash => restart(env, victims, "crash").await,
+        Fault::Restart => restart(env, victims, "restart").await,
         Fault::PrimaryKill => primary_kill(env, victims).await,
     }
 }
@@ -315,18 +323,20 @@ async fn silence(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
     seen
 }
 
-/// Kill the server (`kill -9`) and start it again while the steady load
-/// runs; the window stays open until a transaction on the steady load's
+/// Kill the server (`kill -9`, `how` = `crash`) or shut it down cleanly
+/// (`restart`), and start it again while the steady load runs; the window
+/// stays open until a transaction on the steady load's
 /// pool takes the hot key and commits again. The tellers' operations in
 /// the window are counted as hit (see [`Window`]).
-async fn crash(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
+async fn restart(env: &Env, victims: &mut Victims, how: &str) -> Result<(), BoxError> {
     let instance = env.server.own_instance().ok_or(
-        "a server crash runs only on the chaos run's own servers (mariadb-own, postgres-own)",
+        "a server crash or restart runs only on the chaos run's own servers \
+         (mariadb-own, postgres-own)",
     )?;
     env.window.open();
     let struck = Instant::now();
     let served = async {
-        cluster_script("instances.sh", &["crash", instance]).await?;
+        cluster_script("instances.sh", &[how, instance]).await?;
         serves_again(env).await
     }
     .await;

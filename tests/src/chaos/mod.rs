@@ -185,7 +185,8 @@ fn error_kind(label: &str) -> &str {
         "ConnectionLost (taking locks)"
     } else if label.starts_with("hierlock:") {
         "other hierlock error"
-    } else if label.contains("error communicating with database")
+    } else if label.starts_with("connection lost")
+        || label.contains("error communicating with database")
         || label.starts_with("Connection Error")
     {
         "connection lost (a statement of the transaction)"

@@ -2,7 +2,8 @@
 //! shared server, the bank's steady load sees no error while cancel
 //! storms, deadline bursts, kills, resets and silent networks hit requests
 //! of their own, and every victim gets what its fault promises; on the
-//! run's own servers (`tests/clusters/instances.sh`), crashes under load;
+//! run's own servers (`tests/clusters/instances.sh`), crashes and graceful
+//! restarts under load;
 //! on the Group Replication group, a primary killed under load.
 //! The bank's invariants hold after every phase.
 
