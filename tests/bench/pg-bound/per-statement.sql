@@ -1,0 +1,4 @@
+\set a random(1, 99990)
+BEGIN;
+WITH hierlock_d AS (SELECT current_setting('lock_timeout') AS hierlock_prev, set_config('lock_timeout', CASE WHEN current_setting('lock_timeout')::interval BETWEEN interval '1 millisecond' AND ('5000' || ' milliseconds')::interval THEN current_setting('lock_timeout') ELSE '5000' END, true) AS hierlock_bound), locked AS (SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket FROM unnest(ARRAY[0,1,2]::int2[], ARRAY[:a, :a + 1, :a + 2]::int4[]) WITH ORDINALITY AS k(level, bucket, position) JOIN bank_lock_buckets AS b ON b.level = k.level AND b.bucket = k.bucket CROSS JOIN hierlock_d ORDER BY k.position FOR UPDATE OF b) SELECT locked_level, locked_bucket FROM locked UNION ALL SELECT NULL, NULL WHERE set_config('lock_timeout', (SELECT hierlock_prev FROM hierlock_d), true) IS NULL UNION ALL SELECT NULL, NULL WHERE pg_advisory_xact_lock_shared(7, :a)::text IS NULL;
+COMMIT;
