@@ -7,7 +7,8 @@
 #   and hierlock-migration with `default-features = false` and is built and
 #   tested with each backend feature on its own, with warnings denied, on the
 #   workspace's `rust-version` toolchain (the minimum tested): a provision,
-#   `Locker::connect`, a lock and a protected write on SQLite, MariaDB
+#   `Locker::connect`, a lock and a protected write, and a nested insert of
+#   dense-format entities under one proof, on SQLite, MariaDB
 #   (HIERLOCK_MARIADB_URL) and PostgreSQL (HIERLOCK_POSTGRES_URL);
 # - with SQLite's driver enabled by the application's SeaORM but not by
 #   hierlock, `Locker::connect` must refuse SQLite;

@@ -1,9 +1,11 @@
 //! Connect, provision, lock and write on the one backend this build has.
 #![cfg(any(feature = "mysql", feature = "postgres", feature = "sqlite"))]
 
-use hierlock::sea_orm::{ConnectionTrait, Database, EntityTrait, TransactionTrait};
+use hierlock::sea_orm::{
+    ConnectionTrait, Database, EntityLoaderTrait, EntityTrait, TransactionTrait,
+};
 use hierlock::{Config, Locker};
-use hierlock_packaging::{account, open};
+use hierlock_packaging::{account, coin, fill, open, wallet};
 
 /// Provision, connect, open an account under its lock, read it back.
 async fn smoke(url: &str) {
@@ -34,6 +36,44 @@ async fn smoke(url: &str) {
 
     let found = account::Table::find_by_id(70).one(&db).await.unwrap();
     assert_eq!(found.map(|a| (a.user_id, a.balance)), Some((7, 100)));
+
+    // The dense format: a wallet and its coins in one nested insert.
+    for table in ["hierlock_packaging_coins", "hierlock_packaging_wallets"] {
+        db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}"))
+            .await
+            .unwrap();
+    }
+    db.execute_unprepared(
+        "CREATE TABLE hierlock_packaging_wallets (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL)",
+    )
+    .await
+    .unwrap();
+    db.execute_unprepared(
+        "CREATE TABLE hierlock_packaging_coins \
+         (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, wallet_id BIGINT NOT NULL)",
+    )
+    .await
+    .unwrap();
+    let txn = db.begin().await.unwrap();
+    let saved = fill(&locker, &txn, 7, 71, &[710, 711])
+        .await
+        .expect("nested insert");
+    txn.commit().await.unwrap();
+    assert_eq!(saved.coins.len(), 2);
+    let loaded = wallet::Entity::load()
+        .filter_by_id(71)
+        .with(coin::Table)
+        .one(&db)
+        .await
+        .unwrap()
+        .expect("the wallet");
+    let mut coins: Vec<(i64, i64, i64)> = loaded
+        .coins
+        .iter()
+        .map(|c| (c.id, c.user_id, c.wallet_id))
+        .collect();
+    coins.sort();
+    assert_eq!(coins, [(710, 7, 71), (711, 7, 71)]);
 }
 
 #[cfg(any(feature = "mysql", feature = "postgres"))]
