@@ -2,7 +2,7 @@
 #![cfg(any(feature = "mysql", feature = "postgres", feature = "sqlite"))]
 
 use hierlock::sea_orm::{
-    ConnectionTrait, Database, EntityLoaderTrait, EntityTrait, TransactionTrait,
+    ConnectionTrait, Database, DatabaseConnection, EntityLoaderTrait, EntityTrait, TransactionTrait,
 };
 use hierlock::{Config, Locker};
 use hierlock_packaging::{account, coin, fill, open, wallet};
@@ -19,15 +19,12 @@ async fn smoke(url: &str) {
         .run(&db)
         .await
         .expect("provision");
-    db.execute_unprepared("DROP TABLE IF EXISTS hierlock_packaging_accounts")
-        .await
-        .unwrap();
-    db.execute_unprepared(
-        "CREATE TABLE hierlock_packaging_accounts \
-         (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, balance BIGINT NOT NULL)",
+    recreate(
+        &db,
+        "hierlock_packaging_accounts",
+        "id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, balance BIGINT NOT NULL",
     )
-    .await
-    .unwrap();
+    .await;
     let locker = Locker::connect(&db, config).await.expect("locker");
 
     let txn = db.begin().await.unwrap();
@@ -38,22 +35,18 @@ async fn smoke(url: &str) {
     assert_eq!(found.map(|a| (a.user_id, a.balance)), Some((7, 100)));
 
     // The dense format: a wallet and its coins in one nested insert.
-    for table in ["hierlock_packaging_coins", "hierlock_packaging_wallets"] {
-        db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}"))
-            .await
-            .unwrap();
-    }
-    db.execute_unprepared(
-        "CREATE TABLE hierlock_packaging_wallets (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL)",
+    recreate(
+        &db,
+        "hierlock_packaging_wallets",
+        "id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL",
     )
-    .await
-    .unwrap();
-    db.execute_unprepared(
-        "CREATE TABLE hierlock_packaging_coins \
-         (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, wallet_id BIGINT NOT NULL)",
+    .await;
+    recreate(
+        &db,
+        "hierlock_packaging_coins",
+        "id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, wallet_id BIGINT NOT NULL",
     )
-    .await
-    .unwrap();
+    .await;
     let txn = db.begin().await.unwrap();
     let saved = fill(&locker, &txn, 7, 71, &[710, 711])
         .await
@@ -74,6 +67,16 @@ async fn smoke(url: &str) {
         .collect();
     coins.sort();
     assert_eq!(coins, [(710, 7, 71), (711, 7, 71)]);
+}
+
+/// Drop `table` if it exists and create it with `columns`.
+async fn recreate(db: &DatabaseConnection, table: &str, columns: &str) {
+    db.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}"))
+        .await
+        .unwrap();
+    db.execute_unprepared(&format!("CREATE TABLE {table} ({columns})"))
+        .await
+        .unwrap();
 }
 
 #[cfg(any(feature = "mysql", feature = "postgres"))]
