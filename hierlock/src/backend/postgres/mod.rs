@@ -42,7 +42,12 @@ pub(super) fn bucket_run(
     };
     let bound = server_bound(wait);
     let wait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
-    let lease = lease_column(lease);
+    // The locked rows, `b`, one for each key of `k`, in the keys' order.
+    let keys = format!(
+        "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{} \
+         FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position)",
+        lease_column(lease)
+    );
     let mut sql = if bound.is_some() {
         // The bound (see `bounded`) is set again before each row's lock:
         // the row is locked in a subquery of its own, in the `WHERE` of
@@ -51,17 +56,13 @@ pub(super) fn bucket_run(
         // those subqueries: the rows are locked in the plan's order, as the
         // `ORDER BY` below does it for an unbounded run.
         format!(
-            "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{lease} \
-             FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
-             CROSS JOIN hierlock_d CROSS JOIN LATERAL (SELECT t.level, t.bucket FROM {table} AS t \
-             WHERE t.level = k.level AND t.bucket = k.bucket AND {REBOUND} IS NOT NULL \
-             {lock} OF t) AS b ORDER BY k.position"
+            "{keys} CROSS JOIN hierlock_d CROSS JOIN LATERAL (SELECT t.level, t.bucket \
+             FROM {table} AS t WHERE t.level = k.level AND t.bucket = k.bucket \
+             AND {REBOUND} IS NOT NULL {lock} OF t) AS b ORDER BY k.position"
         )
     } else {
         format!(
-            "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{lease} \
-             FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
-             JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
+            "{keys} JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
              ORDER BY k.position {lock} OF b{wait}"
         )
     };
