@@ -5,7 +5,8 @@
 # health check). Installed from Debian's packages (patroni, etcd-server,
 # haproxy) on first use. Run as root.
 #
-#   tests/clusters/patroni.sh start        # idempotent: etcd, 3 members (a leader, 2 streaming replicas), HAProxy
+#   tests/clusters/patroni.sh start        # idempotent: etcd, 3 members (a leader, 2 streaming replicas), HAProxy;
+#                                          # a cluster left unhealthy by an earlier run is rebuilt after 45 s
 #   tests/clusters/patroni.sh stop         # kills everything by pid (data is kept for the next start)
 #   tests/clusters/patroni.sh status       # each member's role and state; exit 1 unless healthy
 #   tests/clusters/patroni.sh leader       # the number (1-3) of the member that is the leader now
@@ -40,6 +41,7 @@ ROOT=${HIERLOCK_PATRONI_DIR:-/var/tmp/hierlock-patroni}
 PGBIN=/usr/lib/postgresql/15/bin
 MEMBERS=(1 2 3)
 TIMEOUT=${HIERLOCK_PATRONI_TIMEOUT:-120} # seconds, for a whole start or heal
+REBUILD_AFTER=45 # seconds a cluster left by an earlier run gets to become healthy
 SCOPE=hierlock
 ETCD_PORT=2379
 ETCD_PEER_PORT=2380
@@ -77,12 +79,14 @@ kill_pid_file() { # FILE: SIGKILL the process it names, wait for it to go
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-show_logs() {
+show_logs() { # each log's last lines, without Patroni's heartbeats and REST tracebacks
     local f
-    for f in "$ROOT/etcd.log" "$ROOT/haproxy.log" "$ROOT"/pg*/patroni.log "$ROOT"/pg*/postgresql.log; do
+    for f in "$ROOT/etcd.log" "$ROOT/haproxy.log" "$ROOT"/pg*/patroni.log; do
         [ -f "$f" ] || continue
-        echo "===== $f (last 25 lines) =====" >&2
-        tail -n 25 "$f" >&2 || true
+        echo "===== $f (last 25 lines that are not heartbeats) =====" >&2
+        grep -v -e 'INFO: no action' -e '^  ' -e '^Traceback' -e 'Exception happened' \
+            -e 'Traceback (most recent' -e 'ConnectionResetError' -e 'BrokenPipeError' -e '^$' "$f" |
+            tail -n 25 >&2 || true
     done
 }
 
@@ -285,18 +289,29 @@ leader() { # the member whose Patroni says it is the running leader
     return 1
 }
 
-healthy() { # a leader, two streaming replicas, HAProxy on the leader, database test
+# Why the cluster is not healthy (a leader; each other member in recovery,
+# its WAL receiver streaming and its walsender on the leader streaming; its
+# REST /replica 200; HAProxy on the leader), or nothing when it is. Both
+# ends of each replication stream are asked: a stopped walsender (`stall`
+# left by a killed test) still shows as streaming on the leader while its
+# replica receives nothing.
+unhealthy_reason() {
     local l n
-    l=$(leader) || return 1
-    [ "$(sql "$l" "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 2 ] || return 1
+    l=$(leader) || { echo "no member answers 200 on /primary"; return; }
     for n in "${MEMBERS[@]}"; do
         [ "$n" = "$l" ] && continue
-        [ "$(sql "$n" "SELECT pg_is_in_recovery()")" = t ] || return 1
-        rest "$n" /replica >/dev/null || return 1
+        [ "$(sql "$n" "SELECT pg_is_in_recovery()")" = t ] || { echo "member $n is not in recovery"; return; }
+        [ "$(sql "$n" "SELECT status FROM pg_stat_wal_receiver")" = streaming ] ||
+            { echo "member $n has no streaming WAL receiver"; return; }
+        [ "$(sql "$l" "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'pg$n' AND state = 'streaming'")" = 1 ] ||
+            { echo "leader $l has not exactly one streaming walsender for member $n"; return; }
+        rest "$n" /replica >/dev/null || { echo "member $n does not answer 200 on /replica"; return; }
     done
     [ "$(PGCONNECT_TIMEOUT=2 psql -X -A -t -h 127.0.0.1 -p "$HAPROXY_PORT" -U postgres -d postgres \
-        -c "SELECT pg_is_in_recovery()" 2>/dev/null)" = f ] || return 1
+        -c "SELECT pg_is_in_recovery()" 2>/dev/null)" = f ] || echo "HAProxy on $HAPROXY_PORT does not reach the leader"
 }
+
+healthy() { [ -z "$(unhealthy_reason)" ]; }
 
 sync_standbys() { # N COUNT: member N has COUNT synchronous standbys
     [ "$(sql "$1" "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")" = "$2" ]
@@ -309,22 +324,53 @@ ensure_test_db() {
         sql "$l" "CREATE DATABASE test" >/dev/null
 }
 
-start() {
-    [ "$(id -u)" = 0 ] || die "starting the cluster needs root"
-    install
-    local deadline n
-    deadline=$(($(date +%s) + TIMEOUT))
-    mkdir -p "$ROOT"
+launch() { # etcd, the members and HAProxy, each unless it runs
+    local n
     start_etcd
-    wait_until "$deadline" "etcd on 127.0.0.1:$ETCD_PORT" etcd_up || die "etcd did not start"
+    wait_until "$1" "etcd on 127.0.0.1:$ETCD_PORT" etcd_up || die "etcd did not start"
     for n in "${MEMBERS[@]}"; do start_member "$n"; done
     start_haproxy
-    wait_until "$deadline" "a leader" leader || die "no leader within ${TIMEOUT} s"
-    wait_until "$deadline" "the test database" ensure_test_db || die "cannot create database test"
-    if ! wait_until "$deadline" "a leader with 2 streaming replicas behind HAProxy" healthy; then
-        status || true
-        die "the cluster is not healthy within ${TIMEOUT} s"
+}
+
+# Until healthy or DEADLINE: 1 (after the logs and the reason) if never.
+wait_healthy() { # DEADLINE
+    wait_until "$1" "a leader" leader || { status >&2 || true; return 1; }
+    wait_until "$1" "the test database" ensure_test_db || { status >&2 || true; return 1; }
+    if ! wait_until "$1" "a leader with 2 streaming replicas behind HAProxy" healthy; then
+        status >&2 || true
+        return 1
     fi
+}
+
+# start: the cluster as an earlier run left it, else a new one. A cluster
+# left unhealthy (a test killed mid-failover, a machine reused for CI) gets
+# REBUILD_AFTER seconds to heal itself, then is wiped and bootstrapped anew
+# (a new cluster has no data a test relies on: each test creates its own).
+# heal: the same without the rebuild, so that a failover that leaves the
+# cluster broken fails the test that caused it.
+start() { # start|heal
+    [ "$(id -u)" = 0 ] || die "starting the cluster needs root"
+    install
+    local deadline existing=false
+    deadline=$(($(date +%s) + TIMEOUT))
+    mkdir -p "$ROOT"
+    [ -d "$(dir 1)/data" ] && existing=true
+    resume_walsenders
+    launch "$deadline"
+    if [ "$1" = start ] && $existing; then
+        local rebuild_deadline
+        rebuild_deadline=$(($(date +%s) + REBUILD_AFTER))
+        [ "$rebuild_deadline" -lt "$deadline" ] || rebuild_deadline=$deadline
+        if ! wait_healthy "$rebuild_deadline"; then
+            echo "patroni.sh: the cluster an earlier run left is not healthy after ${REBUILD_AFTER} s;" \
+                "wiping it and bootstrapping a new one" >&2
+            stop >/dev/null
+            rm -rf "$ROOT/etcd" "$ROOT"/pg*/data "$ROOT/stalled"
+            deadline=$(($(date +%s) + TIMEOUT))
+            launch "$deadline"
+        fi
+    fi
+    wait_healthy "$deadline" || die "the cluster is not healthy within ${TIMEOUT} s"
     echo "patroni.sh: member $(leader) leads, 2 replicas streaming, PostgreSQL on" \
         "127.0.0.1:$(pg_port 1),$(pg_port 2),$(pg_port 3), HAProxy (leader) on 127.0.0.1:$HAPROXY_PORT"
 }
@@ -377,7 +423,9 @@ status() {
         fi
     done
     echo "etcd: $(etcd_up && echo up || echo DOWN); HAProxy: $(pid_in "$ROOT/haproxy.pid" >/dev/null && echo up || echo DOWN)"
-    healthy || ok=1
+    local reason
+    reason=$(unhealthy_reason)
+    [ -z "$reason" ] || { echo "not healthy: $reason"; ok=1; }
     return $ok
 }
 
@@ -387,10 +435,19 @@ walsenders() { # the leader's WAL senders' pids
     sql "$n" "SELECT pid FROM pg_stat_replication" || true
 }
 
+# SIGCONT what `stall` stopped, and any other stopped child of a member's
+# postmaster: the list is lost when a test is killed between stall and heal.
 resume_walsenders() {
-    local pid
+    local pid n pm
     for pid in $(cat "$ROOT/stalled" 2>/dev/null); do kill -CONT "$pid" 2>/dev/null || true; done
     rm -f "$ROOT/stalled"
+    for n in "${MEMBERS[@]}"; do
+        pm=$(postmaster_pid "$n") || continue
+        for pid in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do
+            [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" = T ] && kill -CONT "$pid" 2>/dev/null
+        done
+    done
+    return 0
 }
 
 case ${1:-} in
@@ -401,7 +458,7 @@ start | stop | kill | partition | heal | etcd-stop | sync | stall | resume)
     ;;
 esac
 case ${1:-} in
-start) start ;;
+start) start start ;;
 stop) stop ;;
 status) status ;;
 leader) leader ;;
@@ -426,7 +483,7 @@ resume) resume_walsenders ;;
 heal)
     resume_walsenders
     for n in "${MEMBERS[@]}"; do start_etcd_proxy "$n"; done
-    start
+    start heal
     ;;
 etcd-stop) kill_pid_file "$ROOT/etcd.pid" ;;
 sync)
