@@ -109,6 +109,7 @@ async fn failover(failure: Failure, config: Config, done: &str) {
         assert_eq!(err.txn_state(), TxnState::Lost, "{err}");
         assert!(err.is_retryable(), "{err}");
         drop(waiter);
+        leader.wait_until_demoted().await;
         failed_now.notify_one();
 
         let commit = bounded("the holder's COMMIT", holder.commit())

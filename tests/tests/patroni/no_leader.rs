@@ -49,6 +49,7 @@ async fn without_etcd_no_member_takes_locks() {
         .expect("the waiter failed within 30 s")
         .expect("task");
     let waiter_failed = stopped.elapsed();
+    leader.wait_until_demoted().await;
     match waited {
         Err(err) => assert_eq!(err.kind(), ErrorKind::ConnectionLost, "{err}"),
         // The demotion ends every backend; when the holder's ends first,

@@ -120,6 +120,33 @@ impl Node {
             .map_err(|e| sea_orm::DbErr::Custom(e.to_string()))
     }
 
+    /// Wait (at most 30 s) until this member's PostgreSQL no longer runs as
+    /// the primary it was: down, or back as a hot standby. Its postmaster
+    /// exits only after every backend has, so a statement sent after this
+    /// cannot meet a backend that a fast shutdown has yet to reach (the
+    /// shutdown signals one backend after another: the first one's error
+    /// can reach a client before the last one is told).
+    pub async fn wait_until_demoted(&self) {
+        let number = self.number;
+        let check = async {
+            loop {
+                if let Ok(node) = Node::try_connect(number).await {
+                    let standby = node.scalar("SELECT pg_is_in_recovery()::int8").await;
+                    node.db.close().await.ok();
+                    if !matches!(standby, Ok(0)) {
+                        return;
+                    }
+                } else {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), check)
+            .await
+            .unwrap_or_else(|_| panic!("member {number} still runs as the primary after 30 s"));
+    }
+
     /// Wait (at most 10 s) until backend `pid` waits for a lock here.
     pub async fn wait_until_blocked(&self, pid: i64) {
         let sql = format!(
