@@ -3,29 +3,35 @@
 # restart while a workload runs: never the shared ones.
 #
 #   tests/clusters/instances.sh start                 # idempotent; fails with the logs after 60 s
-#   tests/clusters/instances.sh crash mariadb|postgres # kill -9 the server, start it again, wait until it serves
-#   tests/clusters/instances.sh restart mariadb|postgres # shut it down cleanly (SIGTERM; pg_ctl -m fast), start it again
+#   tests/clusters/instances.sh crash mariadb|mysql|postgres   # kill -9 the server, start it again, wait until it serves
+#   tests/clusters/instances.sh restart mariadb|mysql|postgres # shut it down cleanly (SIGTERM; pg_ctl -m fast), start it again
 #   tests/clusters/instances.sh stop
 #   tests/clusters/instances.sh status
 #
 #   mysql://root@127.0.0.1:3340/test          MariaDB (Debian's mariadbd)
+#   mysql://root@127.0.0.1:3341/test          MySQL 9 (mysqld of the tests/mysql-sid.sh chroot)
 #   postgres://postgres@127.0.0.1:5440/test   PostgreSQL 15
 #
 # Data, sockets and logs live under /var/tmp/hierlock-instances
-# (HIERLOCK_INSTANCES_DIR). MariaDB runs as root (--user=root), PostgreSQL
-# as the `postgres` OS user. Needs root.
+# (HIERLOCK_INSTANCES_DIR); MySQL's inside the chroot
+# (/opt/mysql-sid/var/tmp/hierlock-instances/mysql, MYSQL_SID_ROOT).
+# MariaDB runs as root (--user=root), MySQL as the chroot's mysql user,
+# PostgreSQL as the `postgres` OS user. Needs root; MySQL needs the chroot
+# (tests/mysql-sid.sh install).
 set -u
 BASE=${HIERLOCK_INSTANCES_DIR:-/var/tmp/hierlock-instances}
 PGBIN=/usr/lib/postgresql/15/bin
 LOG=$BASE/log
 M_PORT=3340
+MY_PORT=3341
+MY_DIR=${MYSQL_SID_ROOT:-/opt/mysql-sid}/var/tmp/hierlock-instances/mysql
 PG_PORT=5440
 WAIT_STEPS=240 # × 0.25 s = 60 s for every wait
 
 say() { echo "instances: $*"; }
 fail() {
     say "FAILED: $*" >&2
-    for f in "$LOG"/*.err "$LOG"/*.log; do
+    for f in "$LOG"/*.err "$LOG"/*.log "$MY_DIR"/*.log; do
         [ -f "$f" ] && { echo "--- $f (last 15 lines)" >&2; tail -n 15 "$f" >&2; }
     done
     exit 1
@@ -77,6 +83,56 @@ m_stop() {
     kill -TERM "$p" 2>/dev/null
     for _ in $(seq 1 $WAIT_STEPS); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.25; done
     fail "MariaDB (pid $p) did not stop"
+}
+
+# ---------------------------------------------------------------- MySQL 9
+
+CHROOT=${MYSQL_SID_ROOT:-/opt/mysql-sid}
+MY_INNER=/var/tmp/hierlock-instances/mysql # as mysqld sees it, inside the chroot
+MY_DIR=$CHROOT$MY_INNER
+my_sql() { chroot "$CHROOT" mysql -uroot -S "$MY_INNER/mysqld.sock" -N -B -e "$1"; }
+my_launch() {
+    alive "$MY_DIR/mysqld.pid" && return 0
+    rm -f "$MY_DIR/mysqld.pid"
+    # The chroot's mysql user owns what mysqld writes (its uid is not the host's).
+    chroot "$CHROOT" chown -R mysql:mysql "$MY_INNER"
+    setsid chroot "$CHROOT" /usr/sbin/mysqld --no-defaults --user=mysql --datadir="$MY_INNER/data" \
+        --socket="$MY_INNER/mysqld.sock" --pid-file="$MY_INNER/mysqld.pid" --port=$MY_PORT \
+        --bind-address=127.0.0.1 --mysqlx=OFF --log-error="$MY_INNER/error.log" \
+        --secure-file-priv="" --innodb-buffer-pool-size=64M --max-connections=300 \
+        </dev/null >>"$LOG/mysql.out" 2>&1 &
+    wait_until "MySQL on $MY_PORT to accept connections" my_sql "SELECT 1"
+}
+my_start() {
+    [ -x "$CHROOT/usr/sbin/mysqld" ] || fail "no MySQL chroot in $CHROOT (tests/mysql-sid.sh install)"
+    if [ ! -f "$BASE/mysql.ready" ]; then
+        alive "$MY_DIR/mysqld.pid" && my_kill
+        rm -rf "$MY_DIR"
+        mkdir -p "$MY_DIR"
+        chroot "$CHROOT" chown -R mysql:mysql "$MY_INNER"
+        chroot "$CHROOT" /usr/sbin/mysqld --no-defaults --initialize-insecure --user=mysql \
+            --datadir="$MY_INNER/data" --log-error="$MY_INNER/init.log" ||
+            { cp "$MY_DIR/init.log" "$LOG/mysql-init.log" 2>/dev/null; fail "mysqld --initialize-insecure"; }
+        my_launch
+        my_sql "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+            GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+            CREATE DATABASE IF NOT EXISTS test" || fail "accounts on MySQL $MY_PORT"
+        touch "$BASE/mysql.ready"
+    fi
+    my_launch
+    say "MySQL on $MY_PORT"
+}
+my_kill() {
+    local p; p=$(cat "$MY_DIR/mysqld.pid" 2>/dev/null) || return 0
+    kill -KILL "$p" 2>/dev/null
+    for _ in $(seq 1 $WAIT_STEPS); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
+    rm -f "$MY_DIR/mysqld.pid"
+}
+my_stop() {
+    local p; p=$(cat "$MY_DIR/mysqld.pid" 2>/dev/null) || return 0
+    kill -TERM "$p" 2>/dev/null
+    for _ in $(seq 1 $WAIT_STEPS); do kill -0 "$p" 2>/dev/null || { rm -f "$MY_DIR/mysqld.pid"; return 0; }; sleep 0.25; done
+    fail "MySQL (pid $p) did not stop"
 }
 
 # ---------------------------------------------------------------- PostgreSQL
@@ -135,33 +191,38 @@ chmod 1777 "$LOG" # PostgreSQL writes its log as the postgres user
 case "${1:-}" in
 start)
     m_start
+    my_start
     pg_start
     ;;
 crash)
     case "${2:-}" in
     mariadb) m_kill; m_launch; say "MariaDB crashed and restarted" ;;
+    mysql) my_kill; my_launch; say "MySQL crashed and restarted" ;;
     postgres) pg_kill; pg_launch; say "PostgreSQL crashed and restarted" ;;
-    *) echo "usage: $0 crash mariadb|postgres" >&2; exit 2 ;;
+    *) echo "usage: $0 crash mariadb|mysql|postgres" >&2; exit 2 ;;
     esac
     ;;
 restart)
     case "${2:-}" in
     mariadb) m_stop; rm -f "$M_DIR/mysqld.pid"; m_launch; say "MariaDB restarted" ;;
+    mysql) my_stop; my_launch; say "MySQL restarted" ;;
     postgres) pg_stop; pg_launch; say "PostgreSQL restarted" ;;
-    *) echo "usage: $0 restart mariadb|postgres" >&2; exit 2 ;;
+    *) echo "usage: $0 restart mariadb|mysql|postgres" >&2; exit 2 ;;
     esac
     ;;
 stop)
     m_stop
+    my_stop
     pg_stop
     say "stopped"
     ;;
 status)
     alive "$M_DIR/mysqld.pid" && say "MariaDB up on $M_PORT" || say "MariaDB down"
+    alive "$MY_DIR/mysqld.pid" && say "MySQL up on $MY_PORT" || say "MySQL down"
     pg_running && say "PostgreSQL up on $PG_PORT" || say "PostgreSQL down"
     ;;
 *)
-    echo "usage: $0 start|crash mariadb|postgres|restart mariadb|postgres|stop|status" >&2
+    echo "usage: $0 start|crash mariadb|mysql|postgres|restart mariadb|mysql|postgres|stop|status" >&2
     exit 2
     ;;
 esac

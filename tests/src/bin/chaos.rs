@@ -4,13 +4,13 @@
 //!
 //! ```sh
 //! cargo run --release -p hierlock-tests --bin chaos -- \
-//!     [--server mariadb,mysql,postgres,postgres-buckets,pgbouncer,mariadb-own,postgres-own,group-replication] \
+//!     [--server mariadb,mysql,postgres,postgres-buckets,pgbouncer,mariadb-own,mysql-own,postgres-own,group-replication] \
 //!     [--fault storm,burst,kill,reset,silent,crash,restart,primary] [--rounds 10] [--tasks 8]
 //! ```
 //!
 //! The servers are the suite's (`tests/run` starts them; the same
 //! `HIERLOCK_*_URL` variables choose others), and the run's own, which it
-//! crashes and graceful restarts (`mariadb-own`, `postgres-own`: `tests/clusters/instances.sh
+//! crashes and graceful restarts (`mariadb-own`, `mysql-own`, `postgres-own`: `tests/clusters/instances.sh
 //! start`; they run only there), and the Group Replication group
 //! (`tests/clusters/group-replication.sh start`; its primary is killed,
 //! through a router that follows the primary). The other faults run on the
@@ -27,12 +27,12 @@ use hierlock_tests::chaos::{self, Fault, Options, Server};
 #[command(about = "Faults under load: what reaches the requests they were not aimed at")]
 struct Args {
     /// Servers to run on, comma-separated: mariadb, mysql, postgres,
-    /// postgres-buckets, pgbouncer, mariadb-own, postgres-own,
+    /// postgres-buckets, pgbouncer, mariadb-own, mysql-own, postgres-own,
     /// group-replication.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "mariadb,mysql,postgres,postgres-buckets,pgbouncer,mariadb-own,postgres-own,group-replication"
+        default_value = "mariadb,mysql,postgres,postgres-buckets,pgbouncer,mariadb-own,mysql-own,postgres-own,group-replication"
     )]
     server: Vec<String>,
     /// Faults to inject, comma-separated: storm, burst, kill, reset,

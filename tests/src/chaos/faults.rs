@@ -331,7 +331,7 @@ async fn silence(env: &Env, victims: &mut Victims) -> Result<(), BoxError> {
 async fn restart(env: &Env, victims: &mut Victims, how: &str) -> Result<(), BoxError> {
     let instance = env.server.own_instance().ok_or(
         "a server crash or restart runs only on the chaos run's own servers \
-         (mariadb-own, postgres-own)",
+         (mariadb-own, mysql-own, postgres-own)",
     )?;
     env.window.open();
     let struck = Instant::now();

@@ -24,6 +24,8 @@ pub enum Server {
     /// The chaos run's own MariaDB (`tests/clusters/instances.sh`), which
     /// it crashes.
     MariaDbOwn,
+    /// The chaos run's own MySQL 9, which it crashes.
+    MySqlOwn,
     /// The chaos run's own PostgreSQL, advisory locks, which it crashes.
     PostgresOwn,
     /// The MySQL Group Replication group (`tests/clusters/group-replication.sh`),
@@ -34,13 +36,14 @@ pub enum Server {
 
 impl Server {
     /// Every target, in the order a full run visits them.
-    pub const ALL: [Server; 8] = [
+    pub const ALL: [Server; 9] = [
         Server::MariaDb,
         Server::MySql,
         Server::Postgres,
         Server::PostgresBuckets,
         Server::Pgbouncer,
         Server::MariaDbOwn,
+        Server::MySqlOwn,
         Server::PostgresOwn,
         Server::GroupReplication,
     ];
@@ -54,6 +57,7 @@ impl Server {
             Server::PostgresBuckets => "postgres-buckets",
             Server::Pgbouncer => "pgbouncer",
             Server::MariaDbOwn => "mariadb-own",
+            Server::MySqlOwn => "mysql-own",
             Server::PostgresOwn => "postgres-own",
             Server::GroupReplication => "group-replication",
         }
@@ -71,6 +75,7 @@ impl Server {
     pub fn own_instance(self) -> Option<&'static str> {
         match self {
             Server::MariaDbOwn => Some("mariadb"),
+            Server::MySqlOwn => Some("mysql"),
             Server::PostgresOwn => Some("postgres"),
             _ => None,
         }
@@ -107,6 +112,7 @@ impl Server {
                 "HIERLOCK_OWN_MARIADB_URL",
                 "mysql://root@127.0.0.1:3340/test",
             ),
+            Server::MySqlOwn => ("HIERLOCK_OWN_MYSQL_URL", "mysql://root@127.0.0.1:3341/test"),
             Server::PostgresOwn => (
                 "HIERLOCK_OWN_POSTGRES_URL",
                 "postgres://postgres@127.0.0.1:5440/test",

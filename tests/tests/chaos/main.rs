@@ -52,6 +52,11 @@ async fn mariadb_crashes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mysql_crashes() {
+    short_run(&[Server::MySqlOwn]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_crashes() {
     short_run(&[Server::PostgresOwn]).await;
 }
