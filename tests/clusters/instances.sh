@@ -43,6 +43,20 @@ wait_until() { # "what" command...: retry for at most 60 s
     fail "$what (waited 60 s)"
 }
 
+# The MySQL family's servers, by the pid file each writes.
+pid_kill() { # PIDFILE: kill -9, as a crash would; wait until it is gone
+    local p; p=$(cat "$1" 2>/dev/null) || return 0
+    kill -KILL "$p" 2>/dev/null
+    for _ in $(seq 1 $WAIT_STEPS); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
+    rm -f "$1"
+}
+pid_stop() { # PIDFILE NAME: SIGTERM (a clean shutdown); wait until it is gone
+    local p; p=$(cat "$1" 2>/dev/null) || return 0
+    kill -TERM "$p" 2>/dev/null
+    for _ in $(seq 1 $WAIT_STEPS); do kill -0 "$p" 2>/dev/null || { rm -f "$1"; return 0; }; sleep 0.25; done
+    fail "$2 (pid $p) did not stop"
+}
+
 # ---------------------------------------------------------------- MariaDB
 
 M_DIR=$BASE/mariadb
@@ -72,18 +86,8 @@ m_start() {
     m_launch
     say "MariaDB on $M_PORT"
 }
-m_kill() {
-    local p; p=$(cat "$M_DIR/mysqld.pid" 2>/dev/null) || return 0
-    kill -KILL "$p" 2>/dev/null
-    for _ in $(seq 1 $WAIT_STEPS); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
-    rm -f "$M_DIR/mysqld.pid"
-}
-m_stop() {
-    local p; p=$(cat "$M_DIR/mysqld.pid" 2>/dev/null) || return 0
-    kill -TERM "$p" 2>/dev/null
-    for _ in $(seq 1 $WAIT_STEPS); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.25; done
-    fail "MariaDB (pid $p) did not stop"
-}
+m_kill() { pid_kill "$M_DIR/mysqld.pid"; }
+m_stop() { pid_stop "$M_DIR/mysqld.pid" MariaDB; }
 
 # ---------------------------------------------------------------- MySQL 9
 
@@ -122,18 +126,8 @@ my_start() {
     my_launch
     say "MySQL on $MY_PORT"
 }
-my_kill() {
-    local p; p=$(cat "$MY_DIR/mysqld.pid" 2>/dev/null) || return 0
-    kill -KILL "$p" 2>/dev/null
-    for _ in $(seq 1 $WAIT_STEPS); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
-    rm -f "$MY_DIR/mysqld.pid"
-}
-my_stop() {
-    local p; p=$(cat "$MY_DIR/mysqld.pid" 2>/dev/null) || return 0
-    kill -TERM "$p" 2>/dev/null
-    for _ in $(seq 1 $WAIT_STEPS); do kill -0 "$p" 2>/dev/null || { rm -f "$MY_DIR/mysqld.pid"; return 0; }; sleep 0.25; done
-    fail "MySQL (pid $p) did not stop"
-}
+my_kill() { pid_kill "$MY_DIR/mysqld.pid"; }
+my_stop() { pid_stop "$MY_DIR/mysqld.pid" MySQL; }
 
 # ---------------------------------------------------------------- PostgreSQL
 
@@ -204,7 +198,7 @@ crash)
     ;;
 restart)
     case "${2:-}" in
-    mariadb) m_stop; rm -f "$M_DIR/mysqld.pid"; m_launch; say "MariaDB restarted" ;;
+    mariadb) m_stop; m_launch; say "MariaDB restarted" ;;
     mysql) my_stop; my_launch; say "MySQL restarted" ;;
     postgres) pg_stop; pg_launch; say "PostgreSQL restarted" ;;
     *) echo "usage: $0 restart mariadb|mysql|postgres" >&2; exit 2 ;;
