@@ -389,7 +389,7 @@ async fn exec(conn: &impl ConnectionTrait, sql: &str) -> Result<(), DbErr> {
 
 /// A request dropped while its acquisition waits (a request timeout: the
 /// acquisition and its transaction go together) gives its pool's only
-/// connection back: the connection is closed, and within 100 ms past the
+/// connection back: the connection is closed, and within 500 ms past the
 /// cost of a new connection the pool hands out a working one, every time.
 pub async fn a_dropped_request_gives_its_connection_back(backend: Backend) {
     const REPS: usize = 20;
@@ -398,9 +398,12 @@ pub async fn a_dropped_request_gives_its_connection_back(backend: Backend) {
     let holder = holding(&fx, std::slice::from_ref(&r)).await;
     let pool = fx.another_pool(1).await;
     // The dropped request's connection is closed: the pool opens a new one,
-    // so the bound is 100 ms past what a new connection costs here (TLS and
+    // so the bound is 500 ms past what a new connection costs here (TLS and
     // authentication: ~50 ms to MySQL 9, ~100 ms to PostgreSQL on the
-    // project's machine).
+    // project's machine). What it guards against takes seconds (a
+    // connection held until the wait, a deadline or a server timeout ends);
+    // 100 ms past was once missed by 12 ms on the 2-core CI machine with
+    // the whole suite running.
     let mut connect = Duration::MAX;
     for _ in 0..3 {
         let from = Instant::now();
@@ -411,7 +414,7 @@ pub async fn a_dropped_request_gives_its_connection_back(backend: Backend) {
             .expect("a new connection");
         connect = connect.min(from.elapsed());
     }
-    let bound = connect + Duration::from_millis(100);
+    let bound = connect + Duration::from_millis(500);
     let mut slowest = Duration::ZERO;
     for rep in 0..REPS {
         // Blocking and timed acquisitions alike (a timed one runs in a
