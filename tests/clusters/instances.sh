@@ -24,7 +24,9 @@ PGBIN=/usr/lib/postgresql/15/bin
 LOG=$BASE/log
 M_PORT=3340
 MY_PORT=3341
-MY_DIR=${MYSQL_SID_ROOT:-/opt/mysql-sid}/var/tmp/hierlock-instances/mysql
+CHROOT=${MYSQL_SID_ROOT:-/opt/mysql-sid}
+MY_INNER=/var/tmp/hierlock-instances/mysql # MySQL's directory, as mysqld sees it inside the chroot
+MY_DIR=$CHROOT$MY_INNER
 PG_PORT=5440
 WAIT_STEPS=240 # × 0.25 s = 60 s for every wait
 
@@ -91,9 +93,6 @@ m_stop() { pid_stop "$M_DIR/mysqld.pid" MariaDB; }
 
 # ---------------------------------------------------------------- MySQL 9
 
-CHROOT=${MYSQL_SID_ROOT:-/opt/mysql-sid}
-MY_INNER=/var/tmp/hierlock-instances/mysql # as mysqld sees it, inside the chroot
-MY_DIR=$CHROOT$MY_INNER
 my_sql() { chroot "$CHROOT" mysql -uroot -S "$MY_INNER/mysqld.sock" -N -B -e "$1"; }
 my_launch() {
     alive "$MY_DIR/mysqld.pid" && return 0

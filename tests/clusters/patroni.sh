@@ -57,9 +57,11 @@ die() {
     exit 1
 }
 
+proc_state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; } # PID: R, S, T (stopped), Z, ...
+
 running() { # PID: alive, not a zombie
     local state
-    state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) && [ -n "$state" ] && [ "$state" != Z ]
+    state=$(proc_state "$1") && [ -n "$state" ] && [ "$state" != Z ]
 }
 
 pid_in() { # FILE: the pid it names, if that process runs
@@ -84,8 +86,8 @@ show_logs() { # each log's last lines, without Patroni's heartbeats and REST tra
     for f in "$ROOT/etcd.log" "$ROOT/haproxy.log" "$ROOT"/pg*/patroni.log; do
         [ -f "$f" ] || continue
         echo "===== $f (last 25 lines that are not heartbeats) =====" >&2
-        grep -v -e 'INFO: no action' -e '^  ' -e '^Traceback' -e 'Exception happened' \
-            -e 'Traceback (most recent' -e 'ConnectionResetError' -e 'BrokenPipeError' -e '^$' "$f" |
+        grep -v -e 'INFO: no action' -e '^  ' -e 'Exception happened' -e 'Traceback (most recent' \
+            -e 'During handling of the above' -e 'ConnectionResetError' -e 'BrokenPipeError' -e '^$' "$f" |
             tail -n 25 >&2 || true
     done
 }
@@ -334,12 +336,10 @@ launch() { # etcd, the members and HAProxy, each unless it runs
 
 # Until healthy or DEADLINE: 1 (after the logs and the reason) if never.
 wait_healthy() { # DEADLINE
-    wait_until "$1" "a leader" leader || { status >&2 || true; return 1; }
-    wait_until "$1" "the test database" ensure_test_db || { status >&2 || true; return 1; }
-    if ! wait_until "$1" "a leader with 2 streaming replicas behind HAProxy" healthy; then
-        status >&2 || true
-        return 1
-    fi
+    wait_until "$1" "a leader" leader &&
+        wait_until "$1" "the test database" ensure_test_db &&
+        wait_until "$1" "a leader with 2 streaming replicas behind HAProxy" healthy ||
+        { status >&2 || true; return 1; }
 }
 
 # start: the cluster as an earlier run left it, else a new one. A cluster
@@ -444,7 +444,7 @@ resume_walsenders() {
     for n in "${MEMBERS[@]}"; do
         pm=$(postmaster_pid "$n") || continue
         for pid in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do
-            [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" = T ] && kill -CONT "$pid" 2>/dev/null
+            [ "$(proc_state "$pid")" = T ] && kill -CONT "$pid" 2>/dev/null
         done
     done
     return 0
@@ -481,7 +481,7 @@ stall)
     ;;
 resume) resume_walsenders ;;
 heal)
-    resume_walsenders
+    # start resumes stalled walsenders.
     for n in "${MEMBERS[@]}"; do start_etcd_proxy "$n"; done
     start heal
     ;;

@@ -130,13 +130,12 @@ impl Node {
         let number = self.number;
         let check = async {
             loop {
-                if let Ok(node) = Node::try_connect(number).await {
-                    let standby = node.scalar("SELECT pg_is_in_recovery()::int8").await;
-                    node.db.close().await.ok();
-                    if !matches!(standby, Ok(0)) {
-                        return;
-                    }
-                } else {
+                let Ok(node) = Node::try_connect(number).await else {
+                    return;
+                };
+                let standby = node.scalar("SELECT pg_is_in_recovery()::int8").await;
+                node.db.close().await.ok();
+                if !matches!(standby, Ok(0)) {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
