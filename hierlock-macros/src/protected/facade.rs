@@ -29,7 +29,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
-use syn::{Attribute, Ident, Item, ItemMod, Path, Type, UseTree};
+use syn::{AttrStyle, Attribute, Ident, Item, ItemMod, Path, Type, UseTree};
 
 use super::behavior::is_empty_behavior;
 use super::format::{self, compact::active_columns};
@@ -74,7 +74,15 @@ pub(super) fn expand(
         .iter()
         .filter(|i| !imports_sea_orm(i) && !is_empty_behavior(i))
         .collect();
-    let lint_attrs: Vec<&Attribute> = attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
+    // Inner attributes (`//!` docs, `#![allow(..)]`, as at the top of a
+    // file that `sea-orm-cli` wrote and the user wrapped in this module) go
+    // inside the modules' braces; outer ones before `mod`.
+    let (inner, outer): (Vec<&Attribute>, Vec<&Attribute>) = attrs
+        .iter()
+        .partition(|a| matches!(a.style, AttrStyle::Inner(_)));
+    let not_doc = |a: &&Attribute| !a.path().is_ident("doc");
+    let outer_lints: Vec<&Attribute> = outer.iter().copied().filter(not_doc).collect();
+    let inner_lints: Vec<&Attribute> = inner.iter().copied().filter(not_doc).collect();
     let hijack = hijack(krate, dense);
     let protect = protect_impl(krate, level, fields, version);
     let table_guards = table_guards(krate, &name);
@@ -112,8 +120,9 @@ pub(super) fn expand(
         TokenStream::new()
     };
     quote! {
-        #(#attrs)*
+        #(#outer)*
         #vis mod #name {
+            #(#inner)*
             #[allow(unused_imports)]
             use #krate::__private::sea_orm;
             // The module's imports, for the types of `ActiveModel`'s fields.
@@ -140,8 +149,9 @@ pub(super) fn expand(
         }
 
         #[doc(hidden)]
-        #(#lint_attrs)*
+        #(#outer_lints)*
         #vis mod #sealed {
+            #(#inner_lints)*
             #hijack
             #(#sealed_items)*
 
