@@ -114,6 +114,7 @@ pub(super) fn expand(
             }
         }
     };
+    let into_raw_active_model = into_raw_active_model(krate, &name);
     let dense_shadows = if dense {
         format::dense::sealed::shadows(krate, &aliases)
     } else {
@@ -156,6 +157,8 @@ pub(super) fn expand(
             #(#sealed_items)*
 
             impl #sea_orm::ActiveModelBehavior for ActiveModel {}
+
+            #into_raw_active_model
 
             #protect
             #table_guards
@@ -204,6 +207,40 @@ fn hijack(krate: &Path, dense: bool) -> TokenStream {
             pub use #krate::__private::IntoActiveModel;
             #dense
         }
+    }
+}
+
+/// SeaORM's `IntoActiveModel` into the raw active model, for the stored
+/// `Model` and the protected `ActiveModel`, under a bound nothing meets.
+///
+/// SeaORM's writes that take a model or an active model
+/// (`Insert::one(am)`, `Delete::one(model)`, `ActiveModelTrait::save`,
+/// `ModelTrait::delete`) need this conversion. Without an impl, rustc
+/// reports its bare trait bound and suggests implementing it, which would
+/// hand SeaORM a protected row to write without a lock; with this one it
+/// reports hierlock's refusal (which names the protected write), and a
+/// user's own impl would conflict with it (E0119).
+fn into_raw_active_model(krate: &Path, name: &Ident) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let guard =
+        quote!(&'__hierlock (): #krate::__private::NoActiveModelWrite<super::#name::Entity>);
+    let refused = |from: TokenStream| {
+        quote! {
+            impl<'__hierlock> #sea_orm::IntoActiveModel<ActiveModel> for #from
+            where
+                #guard,
+            {
+                fn into_active_model(self) -> ActiveModel {
+                    #krate::__private::unreachable_write()
+                }
+            }
+        }
+    };
+    let model = refused(quote!(Model));
+    let facade = refused(quote!(super::#name::ActiveModel));
+    quote! {
+        #model
+        #facade
     }
 }
 
