@@ -8,7 +8,8 @@
 # runs clippy on it with that feature and fails, naming the paths, unless a
 # `disallowed_methods` warning fires for each one. It also fails if a listed
 # path no longer resolves (renamed in a SeaORM release), or if the expansion
-# of `#[protected]` itself is flagged (every user of the file would see it).
+# of `#[protected]` itself is flagged (every user of the file would see it),
+# or if the guarantee table of docs/hierlocked.md and the file disagree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,29 @@ config=docs/clippy.recommended.toml
 mapfile -t paths < <(sed -n 's/^ *{ *path *= *"\([^"]*\)".*/\1/p' "$config")
 if [ "${#paths[@]}" -eq 0 ]; then
     echo "tests/clippy-check.sh: no paths found in $config" >&2
+    exit 1
+fi
+
+# The guarantee table of docs/hierlocked.md and the configuration say the
+# same: each path a "not covered .. flagged" row names is in the
+# configuration, and each path of the configuration is named in such a row
+# (in full, or as `Type::method`).
+guide=docs/hierlocked.md
+rows=$(grep '^| .*\*\*not covered\*\*.*flagged' "$guide")
+mapfile -t named < <(grep -o '`sea_\(orm\|query\)::[A-Za-z_:]*`' <<<"$rows" | tr -d '`' | sort -u)
+disagree=()
+for path in "${named[@]}"; do
+    printf '%s\n' "${paths[@]}" | grep -qxF "$path" ||
+        disagree+=("$path: flagged by the table, not in $config")
+done
+for path in "${paths[@]}"; do
+    short=$(awk -F'::' '{ print $(NF-1) "::" $NF }' <<<"$path")
+    grep -qF "\`$path\`" <<<"$rows" || grep -qF "\`$short\`" <<<"$rows" ||
+        disagree+=("$path: in $config, named by no flagged row of the table")
+done
+if [ "${#disagree[@]}" -gt 0 ]; then
+    printf '  %s\n' "${disagree[@]}" >&2
+    echo "tests/clippy-check.sh: the guarantee table of $guide and $config disagree" >&2
     exit 1
 fi
 
@@ -52,4 +76,5 @@ if [ "${#missing[@]}" -gt 0 ]; then
     printf '  %s\n' "${missing[@]}" >&2
     exit 1
 fi
-echo "tests/clippy-check.sh: all ${#paths[@]} paths of $config are flagged"
+
+echo "tests/clippy-check.sh: all ${#paths[@]} paths of $config are flagged, and named by the guarantee table of $guide"

@@ -7,8 +7,8 @@ use hierlock::sea_orm::sea_query::{
 };
 use hierlock::sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction, DbErr,
-    Delete, EntityTrait, Insert, InsertMany, QueryFilter, RelatedSelfVia, RelationDef,
-    RelationTrait, TryInsert, Update,
+    Delete, Deleter, EntityTrait, Insert, InsertMany, Inserter, QueryFilter, RelatedSelfVia,
+    RelationDef, RelationTrait, TryInsert, Update,
 };
 
 use crate::{account, membership};
@@ -71,6 +71,47 @@ pub async fn raw_active_model(txn: &DatabaseTransaction) -> Result<(), DbErr> {
     Ok(())
 }
 
+/// A struct of the user's that converts into the raw active model
+/// (`DeriveIntoActiveModel`), given to `Insert::one`.
+#[derive(hierlock::sea_orm::DeriveIntoActiveModel)]
+#[sea_orm(active_model = "RawActiveModel")]
+pub struct NewAccount {
+    pub id: i64,
+    pub user_id: i64,
+    pub balance: i64,
+}
+
+pub async fn into_active_model_struct(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    let row = NewAccount {
+        id: 1,
+        user_id: 1,
+        balance: 0,
+    };
+    Insert::one(row).exec(txn).await?;
+    Ok(())
+}
+
+/// Updates without `RETURNING` on the raw active model: `exec` needs the
+/// model's (diverted) `IntoActiveModel`, `exec_without_returning` does not.
+pub async fn update_without_returning(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    Update::one(raw()).exec_without_returning(txn).await?;
+    <account::Table as EntityTrait>::update(raw())
+        .exec_without_returning(txn)
+        .await?;
+    Update::one(raw())
+        .validate()?
+        .exec_without_returning(txn)
+        .await?;
+    store::<account::Table>(raw(), txn).await?;
+    Ok(())
+}
+
+/// A generic helper, called above with `account::Table`.
+async fn store<E: EntityTrait>(am: E::ActiveModel, txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    E::update(am).exec_without_returning(txn).await?;
+    Ok(())
+}
+
 /// A self-referencing many-to-many relation of accounts through the
 /// protected junction, for `delete_links_self` (its definitions do not
 /// matter: only the call is checked).
@@ -119,6 +160,19 @@ pub async fn raw_sql(txn: &DatabaseTransaction) -> Result<(), DbErr> {
             .to_owned(),
     )
     .await?;
+    Inserter::<RawActiveModel>::new(
+        None,
+        Query::insert()
+            .into_table(account::Table)
+            .columns([account::Column::Id])
+            .values_panic([1.into()])
+            .to_owned(),
+    )
+    .exec_without_returning(txn)
+    .await?;
+    Deleter::new(Query::delete().from_table(account::Table).to_owned())
+        .exec(txn)
+        .await?;
     let _ = (
         InsertStatement::new(),
         UpdateStatement::new(),
