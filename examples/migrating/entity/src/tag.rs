@@ -15,7 +15,7 @@ pub struct Model {
     // save would write the protected resource with no lock), while a
     // protected entity's `Entity` is hierlock's facade. The generated field
     //     #[sea_orm(belongs_to, from = "resource_id", to = "id")]
-    //     pub resource: HasOne<super::resource::Entity>,
+    //     pub resource: BelongsTo<super::resource::Entity>,
     // became the `Related` impl below.
 }
 
