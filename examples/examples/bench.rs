@@ -70,6 +70,7 @@ enum Workload {
     Uncontended,
     Shapes,
     Zipf,
+    Contended,
     Scale,
     Provision,
     Subtree,
@@ -110,6 +111,9 @@ async fn main() -> Result<(), BoxError> {
     }
     if runs(Workload::Zipf) {
         bench::zipf::run(&bench).await?;
+    }
+    if runs(Workload::Contended) {
+        bench::contended::run(&bench).await?;
     }
     if runs(Workload::Scale) {
         bench::scale::run(&bench).await?;

@@ -7,6 +7,7 @@
 //! them, [`counters`] reads the server's own statement counters (or counts
 //! what the client sends), [`cpu`] the CPU time clients and server spend.
 
+pub mod contended;
 pub mod counters;
 pub mod cpu;
 pub mod false_conflicts;

@@ -175,7 +175,7 @@ async fn throughput(
 }
 
 /// 1–3 distinct rows, each drawn by Zipf's law.
-fn draw_rows(zipf: &Zipf, rng: &mut Rng) -> Vec<i64> {
+pub(super) fn draw_rows(zipf: &Zipf, rng: &mut Rng) -> Vec<i64> {
     let count = 1 + rng.below(3) as usize;
     let mut rows = Vec::with_capacity(count);
     while rows.len() < count {

@@ -1,0 +1,423 @@
+//! Where a contended transaction's time goes: the `zipf` workload as a
+//! service writes it, each transaction reading the rows it locked, checking
+//! them and writing them back, with the time of each phase, the statements
+//! the server counted, and the CPU both sides spent.
+//!
+//! Variants, each locking the transaction's rows (1–3, drawn by Zipf's law,
+//! s = 1.1, over 20,000 rows; 32 workers) before its read and write:
+//! - `FOR UPDATE`: one `SELECT balance … FOR UPDATE` per row, in id order:
+//!   the lock is the read (baseline: what a SeaORM user writes instead);
+//! - hierlock: one `acquire` of the rows' Resource write locks, then one
+//!   `SELECT balance` per row;
+//! - by hand: the statement of hierlock's plan (the same keys, modes and
+//!   order) sent as plain SQL that waits, with no first try and no
+//!   cancellation fence, then the same reads: what the lock itself costs.
+//!
+//! Per transaction: the **wait** (from sending the first lock statement to
+//! holding every lock), the **hold** (from then to the end of `COMMIT`,
+//! while the hot rows are held), the latency (from `BEGIN` to the end of
+//! `COMMIT`, retries included), the statements (MySQL family: the deltas of
+//! the server's global counters over the sample, divided by its
+//! transactions), and the CPU of the clients and of the server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hierlock::{Dialect, LockMode, Locker, PostgresLocks, Target};
+use hierlock_migration::Provision;
+use sea_orm::{ConnectionTrait, DatabaseTransaction, TransactionTrait, Value};
+use tokio::sync::Mutex;
+use tokio::task::JoinSet;
+
+use super::cpu::CpuTimes;
+use super::rng::Zipf;
+use super::stats::{Spread, Table, fmt, order};
+use super::zipf::{EXPONENT, WORKERS, draw_rows};
+use super::{Bench, BoxError, ROWS, ROWS_TABLE};
+use crate::bank::Rng;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    ForUpdate,
+    Hierlock,
+    ByHand,
+}
+
+/// The baseline first.
+const VARIANTS: [Variant; 3] = [Variant::ForUpdate, Variant::Hierlock, Variant::ByHand];
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::ForUpdate => "FOR UPDATE per row (reads it)",
+            Variant::Hierlock => "hierlock: acquire; SELECT per row",
+            Variant::ByHand => "hierlock's statement by hand; SELECT",
+        }
+    }
+}
+
+/// The MySQL family's global counters read around each sample.
+const COUNTERS: [&str; 6] = [
+    "Questions",
+    "Com_select",
+    "Com_update",
+    "Com_do",
+    "Com_commit",
+    "Com_rollback",
+];
+
+/// What one sample measured.
+struct Sample {
+    tps: f64,
+    latency: Vec<Duration>,
+    wait: Vec<Duration>,
+    hold: Vec<Duration>,
+    retries: u64,
+    counters: Option<[f64; COUNTERS.len()]>,
+    client_cpu_us: f64,
+    server_cpu_us: f64,
+}
+
+/// Measure and print the three variants and the breakdown.
+///
+/// # Errors
+/// Setting up failed, or a transaction failed with a non-retryable error.
+pub async fn run(bench: &Bench) -> Result<(), BoxError> {
+    println!(
+        "\n## Contended read-check-write: {WORKERS} workers, Zipf s = {EXPONENT} over {ROWS} rows, \
+         1–3 rows per txn, each read, checked and written"
+    );
+    if bench.dialect == Dialect::Sqlite {
+        println!("  skipped on SQLite: no row locks, every write takes the one database lock");
+        return Ok(());
+    }
+    bench.ensure_rows().await?;
+    let config = bench.lock_config()?;
+    Provision::new(config.clone()).run(&bench.db).await?;
+    let locker = Locker::connect(&bench.db, config.clone()).await?;
+    let table = config.table().as_str().to_owned();
+    let by_hand = by_hand_supported(bench);
+    let variants: Vec<Variant> = VARIANTS
+        .into_iter()
+        .filter(|v| *v != Variant::ByHand || by_hand)
+        .collect();
+    let zipf = Arc::new(Zipf::new(ROWS as usize, EXPONENT));
+    let txns = if bench.quick { 400 } else { 3000 };
+    println!(
+        "{txns} transactions per sample, {} reps, variants interleaved:",
+        bench.reps
+    );
+    if !by_hand {
+        println!(
+            "  (no statement by hand on PostgreSQL's bucket table: it locks each mode's run in a statement of its own)"
+        );
+    }
+    // A warm-up sample of each, not counted.
+    for &variant in &variants {
+        sample(bench, &locker, &table, &zipf, variant, txns / 4, 7).await?;
+    }
+    let mut samples: Vec<Vec<Sample>> = variants.iter().map(|_| Vec::new()).collect();
+    for rep in 0..bench.reps {
+        for i in order(variants.len(), rep) {
+            let seed = rep as u64 * 1000;
+            samples[i].push(sample(bench, &locker, &table, &zipf, variants[i], txns, seed).await?);
+        }
+    }
+    print(bench, &variants, &samples);
+    Ok(())
+}
+
+/// The statement by hand needs one statement for the whole plan.
+fn by_hand_supported(bench: &Bench) -> bool {
+    bench.dialect.is_mysql_family()
+        || matches!(bench.postgres_locks, PostgresLocks::Advisory { .. })
+}
+
+/// One sample: [`WORKERS`] workers sharing `txns` transactions.
+async fn sample(
+    bench: &Bench,
+    locker: &Locker,
+    table: &str,
+    zipf: &Arc<Zipf>,
+    variant: Variant,
+    txns: u64,
+    seed: u64,
+) -> Result<Sample, BoxError> {
+    let counters_before = global_counters(bench).await?;
+    let cpu_before = CpuTimes::now(bench.dialect);
+    let tickets = Arc::new(AtomicU64::new(0));
+    let retries = Arc::new(AtomicU64::new(0));
+    let timings = Arc::new(Mutex::new((Vec::new(), Vec::new(), Vec::new())));
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for worker in 0..WORKERS {
+        let (bench, locker, zipf, table) = (
+            bench.clone(),
+            locker.clone(),
+            zipf.clone(),
+            table.to_owned(),
+        );
+        let (tickets, retries, timings) = (tickets.clone(), retries.clone(), timings.clone());
+        tasks.spawn(async move {
+            let mut rng = Rng::new(seed + worker);
+            let mut mine = (Vec::new(), Vec::new(), Vec::new());
+            while tickets.fetch_add(1, Ordering::Relaxed) < txns {
+                let rows = draw_rows(&zipf, &mut rng);
+                let began = Instant::now();
+                let phases = loop {
+                    match transaction(&bench, &locker, &table, variant, &rows).await {
+                        Ok(phases) => break phases,
+                        Err(err) if err.is_retryable() => {
+                            retries.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(err) => return Err(BoxError::from(err)),
+                    }
+                };
+                mine.0.push(began.elapsed());
+                mine.1.push(phases.0);
+                mine.2.push(phases.1);
+            }
+            let mut all = timings.lock().await;
+            all.0.extend(mine.0);
+            all.1.extend(mine.1);
+            all.2.extend(mine.2);
+            Ok::<(), BoxError>(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    let elapsed = start.elapsed();
+    let cpu = cpu_before.per_txn_since(CpuTimes::now(bench.dialect), txns as i64);
+    let counters_after = global_counters(bench).await?;
+    let counters = counters_before.zip(counters_after).map(|(before, after)| {
+        std::array::from_fn(|i| (after[i] - before[i]) as f64 / txns as f64)
+    });
+    let (latency, wait, hold) = std::mem::take(&mut *timings.lock().await);
+    Ok(Sample {
+        tps: txns as f64 / elapsed.as_secs_f64(),
+        latency,
+        wait,
+        hold,
+        retries: retries.load(Ordering::Relaxed),
+        counters,
+        client_cpu_us: cpu.client_us,
+        server_cpu_us: cpu.server_us,
+    })
+}
+
+/// Lock `rows` the variant's way, read and check each, write each, commit.
+/// Returns the wait and the hold. On error the transaction is dropped,
+/// which rolls it back.
+async fn transaction(
+    bench: &Bench,
+    locker: &Locker,
+    table: &str,
+    variant: Variant,
+    rows: &[i64],
+) -> Result<(Duration, Duration), hierlock::Error> {
+    let txn = bench.db.begin().await?;
+    let mut sorted = rows.to_vec();
+    sorted.sort_unstable();
+    let targets = || {
+        rows.iter()
+            .map(|&row| Target::resource(row / 100, row / 10, row).write())
+    };
+    let asked = Instant::now();
+    let balances = match variant {
+        Variant::ForUpdate => read_balances(bench, &txn, &sorted, " FOR UPDATE").await?,
+        Variant::Hierlock => {
+            locker.acquire(&txn, targets()).await?;
+            Vec::new()
+        }
+        Variant::ByHand => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            txn.query_all_raw(by_hand_statement(bench, table, plan.locks()))
+                .await?;
+            Vec::new()
+        }
+    };
+    let granted = Instant::now();
+    let balances = if balances.is_empty() {
+        read_balances(bench, &txn, &sorted, "").await?
+    } else {
+        balances
+    };
+    if balances.iter().any(|&b| b < 0) {
+        return Err(sea_orm::DbErr::Custom("a negative balance".into()).into());
+    }
+    let sql = format!("UPDATE {ROWS_TABLE} SET balance = ? WHERE id = ?");
+    for (&row, balance) in sorted.iter().zip(balances) {
+        txn.execute_raw(bench.stmt(&sql, [Value::from(balance + 1), Value::from(row)]))
+            .await?;
+    }
+    txn.commit().await?;
+    Ok((granted - asked, granted.elapsed()))
+}
+
+/// `SELECT balance` of each row, one statement each, with `clause`.
+async fn read_balances(
+    bench: &Bench,
+    txn: &DatabaseTransaction,
+    rows: &[i64],
+    clause: &str,
+) -> Result<Vec<i64>, hierlock::Error> {
+    let sql = format!("SELECT balance FROM {ROWS_TABLE} WHERE id = ?{clause}");
+    let mut balances = Vec::with_capacity(rows.len());
+    for &row in rows {
+        let found = txn
+            .query_one_raw(bench.stmt(&sql, [Value::from(row)]))
+            .await?
+            .ok_or_else(|| sea_orm::DbErr::RecordNotFound(format!("row {row}")))?;
+        balances.push(found.try_get_by_index::<i64>(0)?);
+    }
+    Ok(balances)
+}
+
+/// The plan's locks in one statement that waits: on the MySQL family one
+/// point lookup per bucket row with its mode's clause, joined by `UNION
+/// ALL` (locked in branch order); on PostgreSQL's advisory locks one call
+/// per key in the select list (taken left to right).
+fn by_hand_statement(
+    bench: &Bench,
+    table: &str,
+    locks: &[hierlock::PlannedLock],
+) -> sea_orm::Statement {
+    let mut values = Vec::new();
+    let sql = if bench.dialect.is_mysql_family() {
+        let shared = if bench.dialect == Dialect::MySql {
+            "FOR SHARE"
+        } else {
+            "LOCK IN SHARE MODE"
+        };
+        let branches: Vec<String> = locks
+            .iter()
+            .map(|lock| {
+                values.push(Value::from(i64::from(lock.key.table_level())));
+                values.push(Value::from(lock.key.slot));
+                let clause = match lock.mode {
+                    LockMode::Shared => shared,
+                    LockMode::Exclusive => "FOR UPDATE",
+                };
+                format!("(SELECT bucket FROM {table} WHERE level = ? AND bucket = ? {clause})")
+            })
+            .collect();
+        branches.join(" UNION ALL ")
+    } else {
+        let calls: Vec<&str> = locks
+            .iter()
+            .map(|lock| {
+                values.push(Value::from(lock.key.slot));
+                match lock.mode {
+                    LockMode::Shared => "pg_advisory_xact_lock_shared(?)",
+                    LockMode::Exclusive => "pg_advisory_xact_lock(?)",
+                }
+            })
+            .collect();
+        format!("SELECT {}", calls.join(", "))
+    };
+    bench.stmt(&sql, values)
+}
+
+/// The MySQL family's [`COUNTERS`], server-wide; `None` elsewhere.
+async fn global_counters(bench: &Bench) -> Result<Option<[i64; COUNTERS.len()]>, BoxError> {
+    if !bench.dialect.is_mysql_family() {
+        return Ok(None);
+    }
+    let names = COUNTERS.map(|c| format!("'{c}'")).join(", ");
+    let rows = bench
+        .db
+        .query_all_raw(bench.stmt(
+            &format!("SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"),
+            [],
+        ))
+        .await?;
+    let mut out = [0; COUNTERS.len()];
+    for row in rows {
+        let name: String = row.try_get_by_index(0)?;
+        let value: String = row.try_get_by_index(1)?;
+        if let Some(i) = COUNTERS.iter().position(|c| c.eq_ignore_ascii_case(&name)) {
+            out[i] = value.parse()?;
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The `q` quantile of `values`, in ms.
+fn quantile_ms(values: &[Duration], q: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+/// The mean of `values`, in ms.
+fn mean_ms(values: &[Duration]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.iter().sum::<Duration>().as_secs_f64() * 1e3 / values.len() as f64
+}
+
+fn print(bench: &Bench, variants: &[Variant], samples: &[Vec<Sample>]) {
+    let figure = |f: &dyn Fn(&Sample) -> f64, unit: &str| {
+        let mut table = Table::new(variants.iter().map(|v| v.name()));
+        for (i, of_variant) in samples.iter().enumerate() {
+            for (rep, s) in of_variant.iter().enumerate() {
+                table.record(i, rep, f(s));
+            }
+        }
+        table.print(unit);
+    };
+    println!("throughput (txn/s, higher is better):");
+    figure(&|s| s.tps, "txn/s");
+    println!("latency p50, BEGIN to the end of COMMIT, retries included (ms):");
+    figure(&|s| quantile_ms(&s.latency, 0.5), "ms");
+    println!("latency p99 (ms):");
+    figure(&|s| quantile_ms(&s.latency, 0.99), "ms");
+    println!("wait: sending the lock statement(s) to holding every lock, mean (ms):");
+    figure(&|s| mean_ms(&s.wait), "ms");
+    println!("hold: holding every lock to the end of COMMIT, mean (ms):");
+    figure(&|s| mean_ms(&s.hold), "ms");
+    println!("hold p50 (ms):");
+    figure(&|s| quantile_ms(&s.hold, 0.5), "ms");
+    println!("server CPU per transaction (µs):");
+    figure(&|s| s.server_cpu_us, "µs");
+    println!("client CPU per transaction (µs):");
+    figure(&|s| s.client_cpu_us, "µs");
+    for (variant, of_variant) in variants.iter().zip(samples) {
+        let retries: u64 = of_variant.iter().map(|s| s.retries).sum();
+        println!(
+            "  {:<40} {retries} transactions retried (deadlock or lock timeout)",
+            variant.name()
+        );
+    }
+    if !bench.dialect.is_mysql_family() {
+        println!(
+            "statements: not counted (PostgreSQL has no per-statement counter without pg_stat_statements)"
+        );
+        return;
+    }
+    println!(
+        "statements per transaction, the server's global counters over each sample (median of the reps; \
+         1–3 rows a transaction, 2 on average):"
+    );
+    for (variant, of_variant) in variants.iter().zip(samples) {
+        let figures: Vec<String> = COUNTERS
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let per_rep: Vec<f64> = of_variant
+                    .iter()
+                    .filter_map(|s| s.counters.map(|c| c[i]))
+                    .collect();
+                format!("{name} {}", fmt(Spread::of(&per_rep).median))
+            })
+            .collect();
+        println!("  {:<40} {}", variant.name(), figures.join(", "));
+    }
+}
