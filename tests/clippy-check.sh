@@ -9,7 +9,9 @@
 # `disallowed_methods` warning fires for each one. It also fails if a listed
 # path no longer resolves (renamed in a SeaORM release), or if the expansion
 # of `#[protected]` itself is flagged (every user of the file would see it),
-# or if the guarantee table of docs/hierlocked.md and the file disagree.
+# or if the guarantee table of docs/hierlocked.md and the file disagree. It
+# also checks the table's refusals: each "compile error" row names the ui
+# cases (hierlock/tests/ui/fail) that print the message it quotes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +42,40 @@ done
 if [ "${#disagree[@]}" -gt 0 ]; then
     printf '  %s\n' "${disagree[@]}" >&2
     echo "tests/clippy-check.sh: the guarantee table of $guide and $config disagree" >&2
+    exit 1
+fi
+
+# Each "compile error" row of the guarantee table names the ui cases that
+# prove it (`<!-- ui: case, .. -->`): each case must exist and print one of
+# the messages the row quotes ("..", or "..: <rest>" for a shared start).
+# The rows leave out the hidden module's prefix (`__hierlock_account::`),
+# which is ignored here.
+refused=()
+while IFS= read -r row; do
+    cases=$(sed -n 's/.*<!-- ui: \(.*\) -->.*/\1/p' <<<"$row")
+    what=$(cut -c1-80 <<<"$row")
+    if [ -z "$cases" ]; then
+        refused+=("$what..: names no ui case")
+        continue
+    fi
+    mapfile -t quotes < <(sed 's/.*\*\*compile error\*\*//' <<<"$row" | grep -o '"[^"]*"' | tr -d '"' | sed 's/^\.\.: //')
+    for case in ${cases//,/ }; do
+        stderr=hierlock/tests/ui/fail/$case.stderr
+        if [ ! -f "$stderr" ]; then
+            refused+=("$what..: no $stderr")
+            continue
+        fi
+        text=$(sed 's/__hierlock_[a-z_]*:://g' "$stderr")
+        found=false
+        for quote in "${quotes[@]}"; do
+            grep -qF -- "$quote" <<<"$text" && found=true && break
+        done
+        $found || refused+=("$what..: $case prints none of its quoted messages")
+    done
+done < <(grep '^| .*| \*\*compile error\*\*' "$guide")
+if [ "${#refused[@]}" -gt 0 ]; then
+    printf '  %s\n' "${refused[@]}" >&2
+    echo "tests/clippy-check.sh: a refused row of $guide is not proven by a ui case" >&2
     exit 1
 fi
 
@@ -77,4 +113,4 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 1
 fi
 
-echo "tests/clippy-check.sh: all ${#paths[@]} paths of $config are flagged, and named by the guarantee table of $guide"
+echo "tests/clippy-check.sh: all ${#paths[@]} paths of $config are flagged and named by the guarantee table of $guide; its refusals are proven by ui cases"
