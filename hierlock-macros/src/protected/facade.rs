@@ -219,7 +219,8 @@ fn hijack(krate: &Path, dense: bool) -> TokenStream {
 /// reports its bare trait bound and suggests implementing it, which would
 /// hand SeaORM a protected row to write without a lock; with this one it
 /// reports hierlock's refusal (which names the protected write), and a
-/// user's own impl would conflict with it (E0119).
+/// user's own impl of it is refused: with two impls, SeaORM's derived code
+/// cannot pick one (E0283).
 fn into_raw_active_model(krate: &Path, name: &Ident) -> TokenStream {
     let sea_orm = quote!(#krate::__private::sea_orm);
     let guard =
