@@ -15,7 +15,10 @@
 //! Workloads: `uncontended` (a Resource write against `SELECT … FOR UPDATE`,
 //! 1 and 16 clients), `shapes` (the same transaction with other lock
 //! statement shapes, MySQL family), `zipf` (32 workers on Zipf-distributed rows against
-//! `FOR UPDATE` per row and per-ID lock rows), `scale` (N locks in one
+//! `FOR UPDATE` per row and per-ID lock rows), `contended` (the same draw as
+//! a read-check-write against `FOR UPDATE` per row and hierlock's statement
+//! sent by hand, with each transaction's wait, hold, CPU and statements),
+//! `scale` (N locks in one
 //! call), `provision` (hierlock-migration against the seed's
 //! `INSERT … SELECT`), `subtree` (subtree reads against an exclusive
 //! account lock under a mixed workload, the stripes' cost to writes and
