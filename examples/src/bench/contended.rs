@@ -225,24 +225,24 @@ async fn transaction(
             .map(|&row| Target::resource(row / 100, row / 10, row).write())
     };
     let asked = Instant::now();
-    let balances = match variant {
-        Variant::ForUpdate => read_balances(bench, &txn, &sorted, " FOR UPDATE").await?,
+    // `FOR UPDATE` reads the rows as it locks them; the others read after.
+    let read_by_lock = match variant {
+        Variant::ForUpdate => Some(read_balances(bench, &txn, &sorted, " FOR UPDATE").await?),
         Variant::Hierlock => {
             locker.acquire(&txn, targets()).await?;
-            Vec::new()
+            None
         }
         Variant::ByHand => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;
             txn.query_all_raw(by_hand_statement(bench, table, plan.locks()))
                 .await?;
-            Vec::new()
+            None
         }
     };
     let granted = Instant::now();
-    let balances = if balances.is_empty() {
-        read_balances(bench, &txn, &sorted, "").await?
-    } else {
-        balances
+    let balances = match read_by_lock {
+        Some(balances) => balances,
+        None => read_balances(bench, &txn, &sorted, "").await?,
     };
     if balances.iter().any(|&b| b < 0) {
         return Err(sea_orm::DbErr::Custom("a negative balance".into()).into());
