@@ -30,6 +30,7 @@ use sea_orm::{ConnectionTrait, DatabaseTransaction, TransactionTrait, Value};
 use tokio::sync::Mutex;
 use tokio::task::JoinSet;
 
+use super::counters;
 use super::cpu::CpuTimes;
 use super::rng::Zipf;
 use super::stats::{Spread, Table, fmt, order};
@@ -325,23 +326,8 @@ async fn global_counters(bench: &Bench) -> Result<Option<[i64; COUNTERS.len()]>,
     if !bench.dialect.is_mysql_family() {
         return Ok(None);
     }
-    let names = COUNTERS.map(|c| format!("'{c}'")).join(", ");
-    let rows = bench
-        .db
-        .query_all_raw(bench.stmt(
-            &format!("SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"),
-            [],
-        ))
-        .await?;
-    let mut out = [0; COUNTERS.len()];
-    for row in rows {
-        let name: String = row.try_get_by_index(0)?;
-        let value: String = row.try_get_by_index(1)?;
-        if let Some(i) = COUNTERS.iter().position(|c| c.eq_ignore_ascii_case(&name)) {
-            out[i] = value.parse()?;
-        }
-    }
-    Ok(Some(out))
+    let read = counters::status(bench, &bench.db, "GLOBAL", &COUNTERS).await?;
+    Ok(Some(COUNTERS.map(|name| read[name])))
 }
 
 /// The `q` quantile of `values`, in ms.

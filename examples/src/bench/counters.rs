@@ -107,8 +107,26 @@ async fn read(
     bench: &Bench,
     db: &DatabaseConnection,
 ) -> Result<HashMap<&'static str, i64>, BoxError> {
-    let names = COUNTERS.map(|n| format!("'{n}'")).join(", ");
-    let sql = format!("SHOW SESSION STATUS WHERE Variable_name IN ({names})");
+    status(bench, db, "SESSION", &COUNTERS).await
+}
+
+/// The server's status variables `names`, of the session or `GLOBAL`
+/// (`scope`): every one must be there.
+///
+/// # Errors
+/// The statement failed, or a variable is missing or not a number.
+pub async fn status(
+    bench: &Bench,
+    db: &DatabaseConnection,
+    scope: &str,
+    names: &[&'static str],
+) -> Result<HashMap<&'static str, i64>, BoxError> {
+    let list = names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!("SHOW {scope} STATUS WHERE Variable_name IN ({list})");
     let rows = db
         .query_all_raw(Statement::from_string(bench.dialect.backend(), sql))
         .await?;
@@ -116,13 +134,13 @@ async fn read(
     for row in rows {
         let name: String = row.try_get_by_index(0)?;
         let value: String = row.try_get_by_index(1)?;
-        if let Some(&known) = COUNTERS.iter().find(|c| c.eq_ignore_ascii_case(&name)) {
+        if let Some(&known) = names.iter().find(|c| c.eq_ignore_ascii_case(&name)) {
             counters.insert(known, value.parse()?);
         }
     }
-    for name in COUNTERS {
+    for name in names {
         if !counters.contains_key(name) {
-            return Err(format!("the server's session status has no {name}").into());
+            return Err(format!("the server's {scope} status has no {name}").into());
         }
     }
     Ok(counters)
