@@ -27,7 +27,6 @@ use std::time::{Duration, Instant};
 use hierlock::{Dialect, LockMode, Locker, PostgresLocks, Target};
 use hierlock_migration::Provision;
 use sea_orm::{ConnectionTrait, DatabaseTransaction, TransactionTrait, Value};
-use tokio::sync::Mutex;
 use tokio::task::JoinSet;
 
 use super::counters;
@@ -68,12 +67,18 @@ const COUNTERS: [&str; 6] = [
     "Com_rollback",
 ];
 
+/// One transaction's times: from `BEGIN` to the end of `COMMIT` (retries
+/// included), and the last try's wait and hold.
+struct Timing {
+    latency: Duration,
+    wait: Duration,
+    hold: Duration,
+}
+
 /// What one sample measured.
 struct Sample {
     tps: f64,
-    latency: Vec<Duration>,
-    wait: Vec<Duration>,
-    hold: Vec<Duration>,
+    timings: Vec<Timing>,
     retries: u64,
     counters: Option<[f64; COUNTERS.len()]>,
     client_cpu_us: f64,
@@ -149,7 +154,6 @@ async fn sample(
     let cpu_before = CpuTimes::now(bench.dialect);
     let tickets = Arc::new(AtomicU64::new(0));
     let retries = Arc::new(AtomicU64::new(0));
-    let timings = Arc::new(Mutex::new((Vec::new(), Vec::new(), Vec::new())));
     let start = Instant::now();
     let mut tasks = JoinSet::new();
     for worker in 0..WORKERS {
@@ -159,14 +163,14 @@ async fn sample(
             zipf.clone(),
             table.to_owned(),
         );
-        let (tickets, retries, timings) = (tickets.clone(), retries.clone(), timings.clone());
+        let (tickets, retries) = (tickets.clone(), retries.clone());
         tasks.spawn(async move {
             let mut rng = Rng::new(seed + worker);
-            let mut mine = (Vec::new(), Vec::new(), Vec::new());
+            let mut timings = Vec::new();
             while tickets.fetch_add(1, Ordering::Relaxed) < txns {
                 let rows = draw_rows(&zipf, &mut rng);
                 let began = Instant::now();
-                let phases = loop {
+                let (wait, hold) = loop {
                     match transaction(&bench, &locker, &table, variant, &rows).await {
                         Ok(phases) => break phases,
                         Err(err) if err.is_retryable() => {
@@ -175,19 +179,18 @@ async fn sample(
                         Err(err) => return Err(BoxError::from(err)),
                     }
                 };
-                mine.0.push(began.elapsed());
-                mine.1.push(phases.0);
-                mine.2.push(phases.1);
+                timings.push(Timing {
+                    latency: began.elapsed(),
+                    wait,
+                    hold,
+                });
             }
-            let mut all = timings.lock().await;
-            all.0.extend(mine.0);
-            all.1.extend(mine.1);
-            all.2.extend(mine.2);
-            Ok::<(), BoxError>(())
+            Ok::<_, BoxError>(timings)
         });
     }
+    let mut timings = Vec::with_capacity(txns as usize);
     while let Some(done) = tasks.join_next().await {
-        done??;
+        timings.extend(done??);
     }
     let elapsed = start.elapsed();
     let cpu = cpu_before.per_txn_since(CpuTimes::now(bench.dialect), txns as i64);
@@ -195,12 +198,9 @@ async fn sample(
     let counters = counters_before.zip(counters_after).map(|(before, after)| {
         std::array::from_fn(|i| (after[i] - before[i]) as f64 / txns as f64)
     });
-    let (latency, wait, hold) = std::mem::take(&mut *timings.lock().await);
     Ok(Sample {
         tps: txns as f64 / elapsed.as_secs_f64(),
-        latency,
-        wait,
-        hold,
+        timings,
         retries: retries.load(Ordering::Relaxed),
         counters,
         client_cpu_us: cpu.client_us,
@@ -330,9 +330,9 @@ async fn global_counters(bench: &Bench) -> Result<Option<[i64; COUNTERS.len()]>,
     Ok(Some(COUNTERS.map(|name| read[name])))
 }
 
-/// The `q` quantile of `values`, in ms.
-fn quantile_ms(values: &[Duration], q: f64) -> f64 {
-    let mut sorted = values.to_vec();
+/// The `q` quantile of one of the sample's times, in ms.
+fn quantile_ms(sample: &Sample, time: fn(&Timing) -> Duration, q: f64) -> f64 {
+    let mut sorted: Vec<Duration> = sample.timings.iter().map(time).collect();
     sorted.sort_unstable();
     if sorted.is_empty() {
         return f64::NAN;
@@ -341,12 +341,13 @@ fn quantile_ms(values: &[Duration], q: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e3
 }
 
-/// The mean of `values`, in ms.
-fn mean_ms(values: &[Duration]) -> f64 {
-    if values.is_empty() {
+/// The mean of one of the sample's times, in ms.
+fn mean_ms(sample: &Sample, time: fn(&Timing) -> Duration) -> f64 {
+    if sample.timings.is_empty() {
         return f64::NAN;
     }
-    values.iter().sum::<Duration>().as_secs_f64() * 1e3 / values.len() as f64
+    let total: Duration = sample.timings.iter().map(time).sum();
+    total.as_secs_f64() * 1e3 / sample.timings.len() as f64
 }
 
 fn print(bench: &Bench, variants: &[Variant], samples: &[Vec<Sample>]) {
@@ -362,15 +363,15 @@ fn print(bench: &Bench, variants: &[Variant], samples: &[Vec<Sample>]) {
     println!("throughput (txn/s, higher is better):");
     figure(&|s| s.tps, "txn/s");
     println!("latency p50, BEGIN to the end of COMMIT, retries included (ms):");
-    figure(&|s| quantile_ms(&s.latency, 0.5), "ms");
+    figure(&|s| quantile_ms(s, |t| t.latency, 0.5), "ms");
     println!("latency p99 (ms):");
-    figure(&|s| quantile_ms(&s.latency, 0.99), "ms");
+    figure(&|s| quantile_ms(s, |t| t.latency, 0.99), "ms");
     println!("wait: sending the lock statement(s) to holding every lock, mean (ms):");
-    figure(&|s| mean_ms(&s.wait), "ms");
+    figure(&|s| mean_ms(s, |t| t.wait), "ms");
     println!("hold: holding every lock to the end of COMMIT, mean (ms):");
-    figure(&|s| mean_ms(&s.hold), "ms");
+    figure(&|s| mean_ms(s, |t| t.hold), "ms");
     println!("hold p50 (ms):");
-    figure(&|s| quantile_ms(&s.hold, 0.5), "ms");
+    figure(&|s| quantile_ms(s, |t| t.hold, 0.5), "ms");
     println!("server CPU per transaction (µs):");
     figure(&|s| s.server_cpu_us, "µs");
     println!("client CPU per transaction (µs):");
