@@ -140,15 +140,16 @@ pub fn hierlocked(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   and `update_many` / `delete_many` run as `.exec(&lock)` with a write
 ///   proof whose level covers the entity's (User covers Account covers
 ///   Resource); at run time each row must be covered (`Error::NotCovered`,
-///   nothing written). It is not SeaORM's `EntityTrait`, and `ActiveModel`
-///   is not its `ActiveModelTrait`, so SeaORM's own write paths do not
-///   compile on them.
-/// - `Table` is the SeaORM entity, for what SeaORM takes an entity for:
-///   relations (`has_many = "super::account::Table"`), `find_related`,
-///   partial models, loaders.
+///   nothing written). It is SeaORM's entity (relations, `Schema`,
+///   queries and loaders take it, in plain entities too); its inherent
+///   writes above win over `EntityTrait`'s. `ActiveModel` is not SeaORM's
+///   `ActiveModelTrait`, so SeaORM's writes of an active model do not
+///   compile on it. SeaORM's generic writes given the entity
+///   (`Update::many(Entity)`) are flagged by `docs/clippy.recommended.toml`.
+/// - `Table` is another name of `Entity`.
 ///
-/// Inside the module, relations may name other entities by their `Entity`,
-/// as `sea-orm-cli` writes them: a protected one's is read as its `Table`.
+/// Relations name other entities by their `Entity`, as `sea-orm-cli`
+/// writes them.
 /// The module is in SeaORM's compact format or its dense one
 /// (`#[sea_orm::model]`: reads, `find_by_<unique key>` and
 /// `Entity::load()` as SeaORM's, `delete_by_<unique key>` with a proof,

@@ -12,9 +12,7 @@ use crate::model::id::LockId;
 use crate::guarantee::proof::{AccessMarker, LevelMarker, Locked, Prior};
 use crate::model::target::{Access, Request, Target};
 
-pub use crate::guarantee::facade::{
-    Facade, NotAModel, NotAnEntity, RelationTarget, relation_target, unreachable_facade,
-};
+pub use crate::guarantee::guard::Unmet;
 pub use crate::guarantee::protect::{
     IdParse, IdType, NoIdParse, NoVersionRange, VersionRange, VersionType, active_value, id_text,
     version_number,
@@ -248,20 +246,11 @@ where
     R::from_error(R::Error::from_lock_error(error))
 }
 
-/// The supertraits that seal hierlock's guard traits: a user crate cannot
-/// name them, so it cannot implement the traits they seal.
+/// The supertrait that seals [`WriteProof`](crate::WriteProof): a user
+/// crate cannot name it, so it cannot implement it.
 pub(crate) mod sealed {
-    /// The supertrait of the `No*` guard traits: implemented by nothing, so
-    /// that no crate can lift a guard with `impl NoModelDelete<..> for &() {}`.
-    #[diagnostic::on_unimplemented(
-        message = "hierlock's guards of protected entities are sealed: `{Self}` cannot implement them",
-        label = "this impl would let SeaORM write a protected entity without a lock",
-        note = "write protected entities in a `#[hierlocked]` method with its proof: `Entity::insert/update/delete(..).exec(&lock)`"
-    )]
-    pub trait Guard {}
-
-    /// The supertrait of [`WriteProof`](crate::WriteProof): only the proof of
-    /// a `#[hierlocked]` call, [`Locked`](crate::Locked), is one.
+    /// Only the proof of a `#[hierlocked]` call, [`Locked`](crate::Locked),
+    /// is one.
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a lock proof: `WriteProof` is sealed",
         label = "only `hierlock::Locked`, the proof a `#[hierlocked]` method gets, proves locks",
@@ -271,42 +260,6 @@ pub(crate) mod sealed {
 
     impl<L, A> Proof for crate::guarantee::proof::Locked<'_, L, A> {}
 }
-
-/// The bound of SeaORM's `ActiveModel` writes on a protected active model:
-/// never met.
-#[diagnostic::on_unimplemented(
-    message = "`{E}` is protected: this SeaORM write would run without a lock",
-    label = "writes the row with no lock proof",
-    note = "write it in a `#[hierlocked]` method with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)` or `Entity::delete(am).exec(&lock)` (`save` is `insert` or `update`)"
-)]
-pub trait NoActiveModelWrite<E>: sealed::Guard {}
-
-/// The bound of `Model::delete` on a protected model: never met.
-#[diagnostic::on_unimplemented(
-    message = "`{E}` is protected: `Model::delete` would delete the row without a lock",
-    label = "deletes the row with no lock proof",
-    note = "delete it in a `#[hierlocked]` method with the proof: `Entity::delete(model).exec(&lock)`"
-)]
-pub trait NoModelDelete<E>: sealed::Guard {}
-
-/// The bound of SeaORM's dense-format builders on a protected entity's
-/// `ActiveModel` (`builder()`, `into_ex()`, `From<ActiveModelEx>`): never
-/// met.
-#[diagnostic::on_unimplemented(
-    message = "`{E}` is protected: SeaORM's `ActiveModelEx` would write it and its related rows without a lock",
-    label = "a nested write with no lock proof",
-    note = "build the row as `ActiveModel {{ field: Set(..), ..Default::default() }}` and write it in a `#[hierlocked]` method with the proof: `Entity::insert(am).exec(&lock)` (`update`, `delete` likewise); write each related row the same way, one statement per row"
-)]
-pub trait NoNestedWrite<E>: sealed::Guard {}
-
-/// The bound of the writes of a protected entity's raw SeaORM entity
-/// (`Table`): never met.
-#[diagnostic::on_unimplemented(
-    message = "`Table` of `{E}` is the raw SeaORM entity: its writes would run without a lock",
-    label = "writes rows of a protected entity with no lock proof",
-    note = "`Table` is for what SeaORM takes an entity for (relations, `find_related`, partial models); write through `{E}` in a `#[hierlocked]` method: `Entity::insert(am).exec(&lock)`, `update`, `delete`, `delete_by_id`, `insert_many`, `update_many`, `delete_many`"
-)]
-pub trait NoTableWrite<E>: sealed::Guard {}
 
 /// What `#[protected]` makes SeaORM's derive implement in place of
 /// `sea_orm::IntoActiveModel` (see the expansion of `#[protected]`): a model

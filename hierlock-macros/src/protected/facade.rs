@@ -4,24 +4,23 @@
 //!
 //! ```text
 //! pub mod resource {                  // the facade: what users name
-//!     pub use super::__hierlock_resource::*;            // Model, Column, Relation, ..
-//!     pub use super::__hierlock_resource::Entity as Table;  // for relations
-//!     pub struct Entity;              // find(), find_by_id(); insert(..).exec(&lock), ..
-//!     impl EntityTrait for Entity where &(): __hierlock_NotAnEntity { .. }  // never met: see `not_an_entity`
+//!     pub use super::__hierlock_resource::*;  // Entity, Model, Column, Relation, ..
 //!     pub struct ActiveModel { .. }   // the same fields; no SeaORM write methods
+//!     pub trait __hierlock_NoActiveModelWrite ..  // the refusals' words: see `guards`
 //! }
 //! #[doc(hidden)]
 //! pub mod __hierlock_resource {      // the user's items, as SeaORM derives them
 //!     mod sea_orm { .. }              // see `hijack`
+//!     impl Entity { .. }              // insert(..).exec(&lock), ..: see `entity`
 //!     ..
 //! }
 //! ```
 //!
-//! Why a facade: SeaORM writes any type that implements `EntityTrait`
-//! (`Update::many(E)`, `E::delete_many()`, generic helpers) or
-//! `ActiveModelTrait` (`Insert::one(am)`, `am.save(db)`), so neither may be
-//! the type users name as `resource::Entity` / `resource::ActiveModel`.
-//! The sibling (rather than nested) module keeps the user's `super::` paths
+//! Why a facade: SeaORM writes any type that implements `ActiveModelTrait`
+//! (`Insert::one(am)`, `am.save(db)`), so the `ActiveModel` users build is
+//! not SeaORM's; the `Entity` is SeaORM's (relations in plain modules name
+//! it), with inherent writes that need a proof in place of SeaORM's. The
+//! sibling (rather than nested) module keeps the user's `super::` paths
 //! meaning what they meant.
 //!
 //! A dense entity (`#[sea_orm::model]`) gets a few more items in both
@@ -32,8 +31,9 @@ use quote::{format_ident, quote};
 use syn::{AttrStyle, Attribute, Ident, Item, ItemMod, Path, Type, UseTree};
 
 use super::behavior::is_empty_behavior;
+use super::entity;
 use super::format::{self, compact::active_columns};
-use super::relations;
+use super::guards::{self, Guard};
 
 /// The two modules replacing `module`.
 pub(super) fn expand(
@@ -52,7 +52,6 @@ pub(super) fn expand(
         ..
     } = module;
     let mut items = content.map(|(_, items)| items).unwrap_or_default();
-    relations::rewrite(krate, &mut items);
     let aliases = if dense {
         format::dense::rewrite::rewrite(&mut items)
     } else {
@@ -85,18 +84,13 @@ pub(super) fn expand(
     let inner_lints: Vec<&Attribute> = inner.iter().copied().filter(not_doc).collect();
     let hijack = hijack(krate, dense);
     let protect = protect_impl(krate, level, fields, version);
-    let table_guards = table_guards(krate, &name);
-    let facade_entity = facade_entity(krate, &name);
+    let entity_methods = entity::methods(krate, &name);
+    let guards = guards::items(krate, &name, dense);
     let facade_active_model = facade_active_model(krate, &name, &sealed, &columns);
-    let not_an_entity = not_an_entity(krate, &name);
-    let relation_target = relation_target(krate);
     // A compact facade answers SeaORM's dense names with errors; a dense
     // one has them (see `format::dense::facade`).
     let dense_items = if dense {
-        let keys = format::compact::model(&items)
-            .map(format::dense::keys::unique_keys)
-            .unwrap_or_default();
-        format::dense::facade::items(krate, &name, &sealed, &keys)
+        format::dense::facade::items(krate, &name, &sealed)
     } else {
         dense_placeholders(&name, &defined_names(&items))
     };
@@ -120,6 +114,14 @@ pub(super) fn expand(
     } else {
         TokenStream::new()
     };
+    let model_delete = Guard::ModelDelete.bound(&name);
+    let entity_doc = format!(
+        "The protected `{name}` entity: SeaORM's entity of this table. Reads are SeaORM's \
+         (`find`, `find_by_id`, `find_related`, relations and loaders take it); its own writes \
+         (`insert`, `update`, `delete`, `delete_by_id`, `insert_many`, `update_many`, \
+         `delete_many`) run with `.exec(&lock)`, the proof of a `#[hierlocked]` method whose \
+         locks cover the row."
+    );
     quote! {
         #(#outer)*
         #vis mod #name {
@@ -132,19 +134,13 @@ pub(super) fn expand(
                 #uses
             )*
             pub use super::#sealed::*;
-            /// The SeaORM entity of this table, for what SeaORM takes an entity
-            /// for: relations (`has_many = "..::Table"`, `Related<..::Table>`),
-            /// `find_related(..::Table)`, partial models, loaders.
-            ///
-            /// Its own `insert`, `update`, `delete`, `update_many` and
-            /// `delete_many` do not compile; SeaORM's generic writes
-            /// (`Update::many(Table)`, `Delete::many(Table)`) still would, and
-            /// are not checked: write through [`Entity`].
+            #[doc = #entity_doc]
+            pub use super::#sealed::Entity;
+            /// Another name of [`Entity`], kept for code written when the
+            /// protected `Entity` was not SeaORM's entity itself.
             pub use super::#sealed::Entity as Table;
 
-            #facade_entity
-            #not_an_entity
-            #relation_target
+            #guards
             #dense_items
             #facade_active_model
         }
@@ -161,7 +157,7 @@ pub(super) fn expand(
             #into_raw_active_model
 
             #protect
-            #table_guards
+            #entity_methods
             #dense_shadows
 
             impl Model {
@@ -174,7 +170,7 @@ pub(super) fn expand(
                     _db: &C,
                 ) -> ::core::future::Ready<::core::result::Result<#sea_orm::DeleteResult, #sea_orm::DbErr>>
                 where
-                    &'__hierlock (): #krate::__private::NoModelDelete<super::#name::Entity>,
+                    #model_delete,
                 {
                     #krate::__private::refused()
                 }
@@ -223,8 +219,7 @@ fn hijack(krate: &Path, dense: bool) -> TokenStream {
 /// cannot pick one (E0283).
 fn into_raw_active_model(krate: &Path, name: &Ident) -> TokenStream {
     let sea_orm = quote!(#krate::__private::sea_orm);
-    let guard =
-        quote!(&'__hierlock (): #krate::__private::NoActiveModelWrite<super::#name::Entity>);
+    let guard = Guard::ActiveModelWrite.bound(name);
     let refused = |from: TokenStream| {
         quote! {
             impl<'__hierlock> #sea_orm::IntoActiveModel<ActiveModel> for #from
@@ -394,280 +389,6 @@ fn version_impl(krate: &Path, version: Option<&Ident>) -> (TokenStream, TokenStr
     (items, quote!(impl #krate::Versioned for Entity {}))
 }
 
-/// Inherent functions on the sealed entity (`resource::Table`) that shadow
-/// SeaORM's writes with a compile error naming the protected way.
-fn table_guards(krate: &Path, name: &Ident) -> TokenStream {
-    let sea_orm = quote!(#krate::__private::sea_orm);
-    let facade = quote!(super::#name::Entity);
-    let unit = |f: &str, ret: TokenStream| {
-        let f = Ident::new(f, Span::call_site());
-        quote! {
-            /// Not available: `Table` is the raw SeaORM entity, for relations.
-            /// Write through the protected `Entity`, with a lock proof.
-            pub fn #f<'__hierlock>() -> #ret
-            where
-                &'__hierlock (): #krate::__private::NoTableWrite<#facade>,
-            {
-                #krate::__private::unreachable_write()
-            }
-        }
-    };
-    let one = |f: &str, ret: TokenStream| {
-        let f = Ident::new(f, Span::call_site());
-        quote! {
-            /// Not available: `Table` is the raw SeaORM entity, for relations.
-            /// Write through the protected `Entity`, with a lock proof.
-            pub fn #f<'__hierlock, T>(_: T) -> #ret
-            where
-                &'__hierlock (): #krate::__private::NoTableWrite<#facade>,
-            {
-                #krate::__private::unreachable_write()
-            }
-        }
-    };
-    let update_many = unit("update_many", quote!(#sea_orm::UpdateMany<Self>));
-    let delete_many = unit("delete_many", quote!(#sea_orm::DeleteMany<Self>));
-    let insert = one("insert", quote!(#sea_orm::Insert<ActiveModel>));
-    let insert_many = one("insert_many", quote!(#sea_orm::InsertMany<ActiveModel>));
-    // `UpdateMany`, not `UpdateOne`: its `exec` needs nothing more, so the
-    // refusal is reported alone.
-    let update = one("update", quote!(#sea_orm::UpdateMany<Self>));
-    let delete = one("delete", quote!(#sea_orm::DeleteOne<Self>));
-    let delete_by_id = one("delete_by_id", quote!(#sea_orm::DeleteMany<Self>));
-    quote! {
-        impl Entity {
-            #insert
-            #insert_many
-            #update
-            #delete
-            #delete_by_id
-            #update_many
-            #delete_many
-        }
-    }
-}
-
-/// The `Entity` users name: SeaORM's reads, and writes that need a proof.
-fn facade_entity(krate: &Path, name: &Ident) -> TokenStream {
-    let sea_orm = quote!(#krate::__private::sea_orm);
-    let doc = format!(
-        "The protected `{name}` entity: reads are SeaORM's (`find`, `find_by_id`, \
-         `find_related`), writes run with `.exec(&lock)`, the proof of a \
-         `#[hierlocked]` method whose locks cover the row.\n\n\
-         It is not a SeaORM `EntityTrait` (that would let SeaORM write without a \
-         lock): where SeaORM takes an entity (relations, `find_related`, partial \
-         models), name [`Table`]."
-    );
-    let pk_value = quote!(
-        <<Table as #sea_orm::EntityTrait>::PrimaryKey as #sea_orm::PrimaryKeyTrait>::ValueType
-    );
-    quote! {
-        #[doc = #doc]
-        #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-        pub struct Entity;
-
-        impl Entity {
-            /// `SELECT` rows of this table (SeaORM's `EntityTrait::find`).
-            pub fn find() -> #sea_orm::Select<Table> {
-                <Table as #sea_orm::EntityTrait>::find()
-            }
-
-            /// `SELECT` the row with this primary key (SeaORM's `find_by_id`).
-            pub fn find_by_id<T>(values: T) -> #sea_orm::Select<Table>
-            where
-                T: ::core::convert::Into<#pk_value>,
-            {
-                <Table as #sea_orm::EntityTrait>::find_by_id(values)
-            }
-
-            /// `SELECT` rows of `R` related to this table (SeaORM's
-            /// `EntityTrait::find_related`).
-            pub fn find_related<R>() -> #sea_orm::Select<R>
-            where
-                R: #sea_orm::EntityTrait,
-                Table: #sea_orm::Related<R>,
-            {
-                <Table as #sea_orm::Related<R>>::find_related()
-            }
-
-            /// Insert a row: `.exec(&lock)` checks that the proof covers it.
-            pub fn insert<M>(model: M) -> #krate::ProtectedInsert<Table>
-            where
-                M: ::core::convert::Into<ActiveModel>,
-            {
-                #krate::ProtectedInsert::new(::core::convert::Into::<ActiveModel>::into(model).into())
-            }
-
-            /// Insert rows: `.exec(&lock)` checks that the proof covers each.
-            pub fn insert_many<M, I>(models: I) -> #krate::ProtectedInsertMany<Table>
-            where
-                M: ::core::convert::Into<ActiveModel>,
-                I: ::core::iter::IntoIterator<Item = M>,
-            {
-                #krate::ProtectedInsertMany::new(
-                    models
-                        .into_iter()
-                        .map(|m| ::core::convert::Into::<ActiveModel>::into(m).into()),
-                )
-            }
-
-            /// Update a row by primary key: `.exec(&lock)` checks that the
-            /// proof covers it, before and after.
-            pub fn update<M>(model: M) -> #krate::ProtectedUpdate<Table>
-            where
-                M: ::core::convert::Into<ActiveModel>,
-            {
-                #krate::ProtectedUpdate::new(::core::convert::Into::<ActiveModel>::into(model).into())
-            }
-
-            /// Delete a row by primary key: `.exec(&lock)` checks that the
-            /// proof covers it.
-            pub fn delete<M>(model: M) -> #krate::ProtectedDelete<Table>
-            where
-                M: ::core::convert::Into<ActiveModel>,
-            {
-                #krate::ProtectedDelete::new(::core::convert::Into::<ActiveModel>::into(model).into())
-            }
-
-            /// Delete the row with this primary key: `.exec(&lock)` checks
-            /// that the proof covers it.
-            pub fn delete_by_id<T>(values: T) -> #krate::ProtectedDelete<Table>
-            where
-                T: ::core::convert::Into<#pk_value>,
-            {
-                #krate::ProtectedDelete::by_id(values)
-            }
-
-            /// Update the rows matching a filter: `.exec(&lock)` reads them
-            /// `FOR UPDATE` and refuses (`NotCovered`, nothing written) if
-            /// the proof does not cover every one of them.
-            pub fn update_many() -> #krate::ProtectedUpdateMany<Table> {
-                #krate::ProtectedUpdateMany::new()
-            }
-
-            /// Delete the rows matching a filter: `.exec(&lock)` reads them
-            /// `FOR UPDATE` and refuses (`NotCovered`, nothing deleted) if
-            /// the proof does not cover every one of them.
-            pub fn delete_many() -> #krate::ProtectedDeleteMany<Table> {
-                #krate::ProtectedDeleteMany::new()
-            }
-        }
-    }
-}
-
-/// SeaORM's entity traits on the facade `Entity`, under a bound nothing
-/// meets, whose message names the fix: a facade named where SeaORM takes an
-/// entity (a relation, `Schema::create_table_from_entity`, `Update::many`)
-/// is reported as "`account::Entity` is hierlock's protected facade ..",
-/// not as rustc's bare unmet `EntityTrait` bound. The bound is on `&()`, and
-/// its trait's supertrait, `hierlock::__private::NotAnEntity`, is hierlock's:
-/// only hierlock could implement it for `&()` (the orphan rule), so no crate
-/// can meet the bound. See `hierlock/src/guarantee/facade.rs`.
-fn not_an_entity(krate: &Path, name: &Ident) -> TokenStream {
-    let sea_orm = quote!(#krate::__private::sea_orm);
-    let message = format!(
-        "`{name}::Entity` is hierlock's protected facade, not a SeaORM entity: name `{name}::Table` \
-         in relations, `Schema` and queries; write through `{name}::Entity` with a lock proof"
-    );
-    let label = "SeaORM takes an entity here";
-    let note_table = format!(
-        "where SeaORM takes an entity to describe or read the table, name `{name}::Table`: relations \
-         (`belongs_to = \"super::{name}::Table\"`, `impl Related<super::{name}::Table> for Entity`), \
-         `Schema::create_table_from_entity({name}::Table)`, `find_also_related({name}::Table)`; \
-         a dense entity relates to it with that `impl Related`, not with a relation field (`HasOne<..>`)"
-    );
-    let note_write = format!(
-        "writes of `{name}` rows need the proof of a `#[hierlocked]` method: `{name}::Entity::insert(am)`, \
-         `update(am)`, `delete(am)`, `update_many()`, `delete_many()` with `.exec(&lock)`; SeaORM's own \
-         writes (`Update::many`, `Delete::many`, `Insert::one`) would run without a lock"
-    );
-    let guard = quote!(&'__hierlock (): __hierlock_NotAnEntity);
-    let unreachable = quote!(#krate::__private::unreachable_facade());
-    quote! {
-        #[doc(hidden)]
-        #[allow(non_camel_case_types)]
-        #[diagnostic::on_unimplemented(
-            message = #message,
-            label = #label,
-            note = #note_table,
-            note = #note_write
-        )]
-        pub trait __hierlock_NotAnEntity: #krate::__private::NotAnEntity {}
-
-        /// The one type with the facade's bounds (a trait without any impl
-        /// would make rustc suggest adding one): no value exists.
-        #[doc(hidden)]
-        #[allow(non_camel_case_types)]
-        pub enum __hierlock_Unmet {}
-
-        impl #krate::__private::NotAnEntity for __hierlock_Unmet {}
-
-        impl __hierlock_NotAnEntity for __hierlock_Unmet {}
-
-        impl<'__hierlock> #sea_orm::Iden for Entity
-        where
-            #guard,
-        {
-            fn unquoted(&self) -> &str {
-                #unreachable
-            }
-        }
-
-        impl<'__hierlock> #sea_orm::IdenStatic for Entity
-        where
-            #guard,
-        {
-            fn as_str(&self) -> &'static str {
-                #unreachable
-            }
-        }
-
-        impl<'__hierlock> #sea_orm::EntityName for Entity
-        where
-            #guard,
-        {
-            fn table_name(&self) -> &'static str {
-                #unreachable
-            }
-        }
-
-        impl<'__hierlock> #sea_orm::EntityTrait for Entity
-        where
-            #guard,
-        {
-            type Model = #krate::__private::NotAModel<Self>;
-            type ModelEx = #krate::__private::NotAModel<Self>;
-            type ActiveModel = #krate::__private::NotAModel<Self>;
-            type ActiveModelEx = #krate::__private::NotAModel<Self>;
-            type Column = Column;
-            type Relation = Relation;
-            type PrimaryKey = PrimaryKey;
-        }
-
-        impl<'__hierlock, R> #sea_orm::Related<R> for Entity
-        where
-            R: #sea_orm::EntityTrait,
-            #guard,
-        {
-            fn to() -> #sea_orm::RelationDef {
-                #unreachable
-            }
-        }
-
-        impl #krate::__private::Facade for Entity {}
-    }
-}
-
-/// The facade's SeaORM entity for relations that name it, in other
-/// protected modules (see [`super::relations`]): its `Table`.
-fn relation_target(krate: &Path) -> TokenStream {
-    quote! {
-        impl #krate::__private::RelationTarget for Entity {
-            type Table = Table;
-        }
-    }
-}
-
 /// The names SeaORM's dense format looks for in the module of a relation
 /// field's target (`ModelEx`, `ActiveModelEx`, `EntityLoader`,
 /// `EntityLoaderWith`), as types whose use reports that a dense entity
@@ -730,6 +451,7 @@ fn facade_active_model(
          and `.exec(&lock)`; SeaORM's `save`, `insert`, `update` and `delete` \
          do not compile on it."
     );
+    let guard = Guard::ActiveModelWrite.bound(name);
     let refused = |f: &str, ret: TokenStream| {
         let f = Ident::new(f, Span::call_site());
         quote! {
@@ -740,7 +462,7 @@ fn facade_active_model(
                 _db: &C,
             ) -> ::core::future::Ready<::core::result::Result<#ret, #sea_orm::DbErr>>
             where
-                &'__hierlock (): #krate::__private::NoActiveModelWrite<Entity>,
+                #guard,
             {
                 #krate::__private::refused()
             }

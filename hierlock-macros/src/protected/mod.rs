@@ -4,15 +4,16 @@
 //! The steps: [`args`] parses the arguments, [`validate`] checks them
 //! against the module's items into an [`Entity`] (reporting every mistake),
 //! and [`facade`] replaces the module by a facade over the sealed SeaORM
-//! entity. SeaORM's entity formats, compact and dense, are in
-//! [`mod@format`]; [`relations`] rewrites the relations that name other
-//! entities.
+//! entity: [`entity`] gives the entity its protected writes, [`guards`] the
+//! words of its refused ones. SeaORM's entity formats, compact and dense,
+//! are in [`mod@format`].
 
 mod args;
 mod behavior;
+mod entity;
 mod facade;
 mod format;
-mod relations;
+mod guards;
 mod validate;
 
 use proc_macro2::TokenStream;

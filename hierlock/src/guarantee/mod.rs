@@ -3,5 +3,5 @@
 
 pub mod proof;
 pub(crate) mod protect;
-pub(crate) mod facade;
+pub(crate) mod guard;
 pub(crate) mod dense;

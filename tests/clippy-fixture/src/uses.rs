@@ -24,14 +24,27 @@ fn raw() -> RawActiveModel {
     am
 }
 
-/// Bulk statements on `Table`.
+/// Bulk statements on the protected `Entity` (SeaORM's entity; `Table` is
+/// another name of it).
 pub async fn bulk(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    Update::many(account::Entity)
+        .col_expr(account::Column::Balance, Expr::value(0))
+        .exec(txn)
+        .await?;
+    Delete::many(account::Entity).exec(txn).await?;
     Update::many(account::Table)
         .col_expr(account::Column::Balance, Expr::value(0))
         .exec(txn)
         .await?;
     Delete::many(account::Table).exec(txn).await?;
+    wipe::<account::Entity>(txn).await?;
     Ok(())
+}
+
+/// A helper written for any SeaORM entity, called above with
+/// `account::Entity`.
+async fn wipe<E: EntityTrait>(txn: &DatabaseTransaction) -> Result<u64, DbErr> {
+    Ok(E::delete_many().exec(txn).await?.rows_affected)
 }
 
 /// `EntityTrait`'s writes on `Table`.
@@ -41,6 +54,9 @@ pub async fn entity_trait(txn: &DatabaseTransaction) -> Result<(), DbErr> {
         .exec(txn)
         .await?;
     <account::Table as EntityTrait>::delete_many()
+        .exec(txn)
+        .await?;
+    <account::Entity as EntityTrait>::delete_many()
         .exec(txn)
         .await?;
     <account::Table as EntityTrait>::delete_by_id(1)

@@ -16,7 +16,7 @@ pub enum Relation {
     // Migration: `account` is protected, so a plain entity names its
     // `Table` (generated: `super::account::Entity`, twice below too).
     #[sea_orm(
-        belongs_to = "super::account::Table",
+        belongs_to = "super::account::Entity",
         from = "Column::AccountId",
         to = "super::account::Column::Id",
         on_update = "NoAction",
@@ -25,7 +25,7 @@ pub enum Relation {
     Account,
 }
 
-impl Related<super::account::Table> for Entity {
+impl Related<super::account::Entity> for Entity {
     fn to() -> RelationDef {
         Relation::Account.def()
     }

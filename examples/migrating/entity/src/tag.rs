@@ -19,9 +19,9 @@ pub struct Model {
     // became the `Related` impl below.
 }
 
-impl Related<super::resource::Table> for Entity {
+impl Related<super::resource::Entity> for Entity {
     fn to() -> RelationDef {
-        Entity::belongs_to(super::resource::Table)
+        Entity::belongs_to(super::resource::Entity)
             .from(Column::ResourceId)
             .to(super::resource::Column::Id)
             .into()

@@ -4,7 +4,7 @@
 //! (`Schema::create_table_from_entity`), and hierlock's bucket table from
 //! `hierlock_migration::CreateHierLockBuckets`. The one change the
 //! protected entities ask of it: name their `Table` where SeaORM takes an
-//! entity (`account::Table`, not `account::Entity` or `prelude::Account`).
+//! entity (`account::Entity`, not `account::Entity` or `prelude::Account`).
 //!
 //! ```text
 //! cargo test -p hierlock-migrating-migration

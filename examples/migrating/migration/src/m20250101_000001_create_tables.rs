@@ -9,15 +9,15 @@ pub struct Migration;
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let schema = Schema::new(manager.get_database_backend());
-        // Protected entities by their `Table`, plain ones by their `Entity`.
+        // Each entity, protected or not, by its `Entity`.
         manager
-            .create_table(schema.create_table_from_entity(user::Table))
+            .create_table(schema.create_table_from_entity(user::Entity))
             .await?;
         manager
-            .create_table(schema.create_table_from_entity(account::Table))
+            .create_table(schema.create_table_from_entity(account::Entity))
             .await?;
         manager
-            .create_table(schema.create_table_from_entity(resource::Table))
+            .create_table(schema.create_table_from_entity(resource::Entity))
             .await?;
         manager
             .create_table(schema.create_table_from_entity(note::Entity))
@@ -31,9 +31,9 @@ impl MigrationTrait for Migration {
         for table in [
             tag::Entity.table_name(),
             note::Entity.table_name(),
-            resource::Table.table_name(),
-            account::Table.table_name(),
-            user::Table.table_name(),
+            resource::Entity.table_name(),
+            account::Entity.table_name(),
+            user::Entity.table_name(),
         ] {
             manager
                 .drop_table(Table::drop().table(table).to_owned())

@@ -138,19 +138,19 @@ async fn the_migrated_entities_migrate_write_and_relate() {
 
     // Relations between protected entities, as generated.
     let accounts = user::Entity::find()
-        .find_with_related(account::Table)
+        .find_with_related(account::Entity)
         .all(&db)
         .await
         .expect("user → accounts");
     assert_eq!(accounts.len(), 1);
     assert_eq!(accounts[0].1.len(), 1);
-    let resources = account::Entity::find_related::<resource::Table>()
+    let resources = account::Entity::find_related::<resource::Entity>()
         .all(&db)
         .await
         .expect("account → resources");
     assert_eq!(resources.len(), 1);
     let owner = resources[0]
-        .find_related(account::Table)
+        .find_related(account::Entity)
         .one(&db)
         .await
         .expect("resource → account");
@@ -163,7 +163,7 @@ async fn the_migrated_entities_migrate_write_and_relate() {
         .expect("account → notes");
     assert_eq!(notes.len(), 1);
     let with_account = note::Entity::find()
-        .find_also_related(account::Table)
+        .find_also_related(account::Entity)
         .all(&db)
         .await
         .expect("note → account");
@@ -175,7 +175,7 @@ async fn the_migrated_entities_migrate_write_and_relate() {
         .expect("resource → tags");
     assert_eq!(tags[0].1.len(), 1);
     let tagged = tag::Entity::find()
-        .find_also_related(resource::Table)
+        .find_also_related(resource::Entity)
         .filter(tag::Column::Label.eq("savings"))
         .all(&db)
         .await

@@ -5,6 +5,6 @@ mod entities;
 
 use entities::account;
 
-impl hierlock::__private::NoActiveModelWrite<account::Entity> for &'static () {}
+impl account::__hierlock_NoActiveModelWrite for &'static () {}
 
 fn main() {}

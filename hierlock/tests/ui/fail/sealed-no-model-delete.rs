@@ -5,6 +5,6 @@ mod entities;
 
 use entities::account;
 
-impl hierlock::__private::NoModelDelete<account::Entity> for &'static () {}
+impl account::__hierlock_NoModelDelete for &'static () {}
 
 fn main() {}

@@ -3,9 +3,10 @@
 //! entities still name `super::..::Entity` (belongs_to, has_many, has_one,
 //! `Related`, `Linked`), `impl ActiveModelBehavior for ActiveModel {}` stays,
 //! and the prelude is as generated, and so is the `//!` line each generated
-//! file starts with (inside the module that wraps the file). Plain entities beside them, compact and
-//! dense, name the protected ones' `Table`; a migration creates the tables
-//! from `Table`.
+//! file starts with (inside the module that wraps the file). Plain entities
+//! beside them, compact and dense, name the protected ones' `Entity` as
+//! generated; queries and a migration take it as SeaORM's entity (its older
+//! name, `Table`, is the same type).
 #![deny(warnings)]
 #![allow(dead_code)]
 
@@ -165,7 +166,7 @@ pub mod account {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-/// Plain, compact format: names the protected `account` by its `Table`.
+/// Plain, compact format: names the protected `account` by its `Entity`.
 pub mod note {
     use sea_orm::entity::prelude::*;
 
@@ -180,14 +181,14 @@ pub mod note {
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
     pub enum Relation {
         #[sea_orm(
-            belongs_to = "super::account::Table",
+            belongs_to = "super::account::Entity",
             from = "Column::AccountId",
             to = "super::account::Column::Id"
         )]
         Account,
     }
 
-    impl Related<super::account::Table> for Entity {
+    impl Related<super::account::Entity> for Entity {
         fn to() -> RelationDef {
             Relation::Account.def()
         }
@@ -212,9 +213,9 @@ pub mod tag {
         pub label: String,
     }
 
-    impl Related<super::account::Table> for Entity {
+    impl Related<super::account::Entity> for Entity {
         fn to() -> RelationDef {
-            Entity::belongs_to(super::account::Table)
+            Entity::belongs_to(super::account::Entity)
                 .from(Column::AccountId)
                 .to(super::account::Column::Id)
                 .into()
@@ -230,24 +231,24 @@ async fn reads(db: &DatabaseConnection) -> Result<(), DbErr> {
     let _ = prelude::Account::find_by_id(1).one(db).await?;
     // Relations between protected entities, as generated.
     let _ = user::Entity::find()
-        .find_with_related(account::Table)
+        .find_with_related(account::Entity)
         .all(db)
         .await?;
     let _ = user::Entity::find()
-        .find_also_related(profile::Table)
+        .find_also_related(profile::Entity)
         .all(db)
         .await?;
-    let _ = account::Entity::find_related::<user::Table>()
+    let _ = account::Entity::find_related::<user::Entity>()
         .all(db)
         .await?;
     if let Some(first) = users.into_iter().next() {
-        let _ = first.find_related(account::Table).all(db).await?;
+        let _ = first.find_related(account::Entity).all(db).await?;
         let _ = first.find_linked(user::Accounts).all(db).await?;
         let _ = first.find_linked(user::Notes).all(db).await?;
     }
     // Protected ↔ plain, compact and dense.
     let _ = note::Entity::find()
-        .find_also_related(account::Table)
+        .find_also_related(account::Entity)
         .all(db)
         .await?;
     let _ = tag::Entity::find()
@@ -266,9 +267,9 @@ async fn reads(db: &DatabaseConnection) -> Result<(), DbErr> {
 
 async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
     let schema = Schema::new(db.get_database_backend());
-    db.execute(&schema.create_table_from_entity(user::Table))
+    db.execute(&schema.create_table_from_entity(user::Entity))
         .await?;
-    db.execute(&schema.create_table_from_entity(profile::Table))
+    db.execute(&schema.create_table_from_entity(profile::Entity))
         .await?;
     db.execute(&schema.create_table_from_entity(account::Table))
         .await?;

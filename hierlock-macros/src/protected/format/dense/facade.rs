@@ -1,10 +1,10 @@
 //! The facade of a protected dense entity: SeaORM's dense reads under the
 //! names SeaORM gives them, and its nested builders refused.
 //!
-//! The facade re-exports the sealed module (`ModelEx`, `EntityLoader`,
-//! `COLUMN`, `Relation`, ..), and adds on its `Entity` what the dense
-//! derive puts on SeaORM's: `COLUMN`, `load()`, `find_by_<key>` and
-//! `delete_by_<key>`, the last a protected delete. `ActiveModelEx` is a
+//! The facade re-exports the sealed module (`Entity` with what the dense
+//! derive puts on it: `COLUMN`, `load()`, `find_by_<key>` and
+//! `delete_by_<key>`, the last a protected delete; `ModelEx`,
+//! `EntityLoader`, `Relation`, ..). `ActiveModelEx` is a
 //! placeholder whose every use says how to write instead (its `save`
 //! writes related rows: the nested writes under a proof name SeaORM's
 //! `ActiveModelEx` `NestedActiveModel`, which the protected `ActiveModel`
@@ -17,48 +17,14 @@
 //! rustc's error.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::{Ident, Path};
 
-use super::keys::UniqueKey;
+use crate::protected::guards::Guard;
 
 /// The dense items of the facade module `name`.
-pub(in crate::protected) fn items(
-    krate: &Path,
-    name: &Ident,
-    sealed: &Ident,
-    keys: &[UniqueKey],
-) -> TokenStream {
+pub(in crate::protected) fn items(krate: &Path, name: &Ident, sealed: &Ident) -> TokenStream {
     let sea_orm = quote!(#krate::__private::sea_orm);
-    let by_key = keys.iter().map(|key| {
-        let find = format_ident!("find_by_{}", key.name);
-        let delete = format_ident!("delete_by_{}", key.name);
-        let types = &key.types;
-        let param = match types.as_slice() {
-            [one] => quote!(v: impl ::core::convert::Into<#one>),
-            _ => quote!(v: (#(#types),*)),
-        };
-        let find_doc = format!(
-            "`SELECT` the row whose unique key `{}` is `v` (SeaORM's dense `find_by_{}`).",
-            key.name, key.name
-        );
-        let delete_doc = format!(
-            "Delete the row whose unique key `{}` is `v`: `.exec(&lock)` reads it `FOR UPDATE` and \
-             refuses (`NotCovered`, nothing deleted) if the proof does not cover it.",
-            key.name
-        );
-        quote! {
-            #[doc = #find_doc]
-            pub fn #find(#param) -> #sea_orm::Select<Table> {
-                Table::#find(v)
-            }
-
-            #[doc = #delete_doc]
-            pub fn #delete(#param) -> #krate::ProtectedDeleteMany<Table> {
-                Table::#delete(v)
-            }
-        }
-    });
     let message = format!(
         "`{name}::ActiveModelEx` is not available on a protected entity: its nested writes are \
          spelled with a lock proof, on `{name}::NestedActiveModel`"
@@ -69,22 +35,8 @@ pub(in crate::protected) fn items(
          and write it in a `#[hierlocked]` method with the proof: `.save(&lock)` (`insert`, `update`, \
          `delete` likewise), which checks every row it writes"
     );
-    let guard = quote!(&'__hierlock (): #krate::__private::NoNestedWrite<Entity>);
+    let guard = Guard::NestedBuilder.bound(name);
     quote! {
-        impl Entity {
-            /// The typed columns (SeaORM's dense `Entity::COLUMN`).
-            pub const COLUMN: TypedColumn = COLUMN;
-
-            /// Load rows with their related rows (SeaORM's dense
-            /// `Entity::load()`): a read; name the related entities by their
-            /// `Table` in `.with(..)`.
-            pub fn load() -> EntityLoader {
-                Table::load()
-            }
-
-            #(#by_key)*
-        }
-
         #[doc(hidden)]
         #[allow(non_camel_case_types)]
         #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]

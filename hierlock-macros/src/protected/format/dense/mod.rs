@@ -9,15 +9,13 @@
 //! items as written, in the sealed module, so `#[protected]` seals those
 //! writes around it: [`rewrite`] points the relation fields at the other
 //! protected entities' sealed modules, [`sealed`] redirects the SeaORM
-//! names the writes resolve through, and [`facade`] gives the facade the
-//! reads and refuses the nested builders. [`keys`] reads the unique keys
-//! the facade forwards.
+//! names the writes resolve through, and [`facade`] refuses the nested
+//! builders and names SeaORM's nested active model `NestedActiveModel`.
 //!
 //! `#[sea_orm::compact_model]` adds the same `ActiveModelEx` to a compact
 //! entity; it stays refused.
 
 pub(in crate::protected) mod facade;
-pub(in crate::protected) mod keys;
 pub(in crate::protected) mod rewrite;
 pub(in crate::protected) mod sealed;
 
