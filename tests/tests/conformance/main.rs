@@ -20,6 +20,7 @@ mod partition;
 mod protected;
 mod scale;
 mod scenarios;
+mod sea_orm_cli;
 mod sql;
 mod subtree;
 mod support;
@@ -70,6 +71,7 @@ macro_rules! common_tests {
             protected::protected_update_many_and_delete_many_within_the_proof,
             protected::protected_update_many_and_delete_many_beyond_the_proof_are_refused,
             protected::protected_update_many_and_delete_many_past_one_statement,
+            sea_orm_cli::sea_orm_cli_compact_output_writes_and_reads_across_the_boundary,
             dense::dense_protected_flat_writes_with_a_proof,
             dense::dense_protected_uncovered_writes_are_not_covered,
             dense::dense_nested_save_under_a_proof_writes_every_row,
