@@ -270,6 +270,22 @@ pub trait IntoActiveModel<A> {
     fn into_active_model(self) -> A;
 }
 
+/// SeaORM's conversions, for the models of the plain entities a protected
+/// dense entity relates to through its fields: its nested writes convert
+/// the related rows they replace or delete (`item.into_active_model()`)
+/// with the name the sealed module diverts. A protected model's own
+/// `sea_orm::IntoActiveModel` is bounded by a guard nothing meets, so this
+/// impl gives it nothing, and does not overlap its derived one.
+impl<T, A> IntoActiveModel<A> for T
+where
+    T: sea_orm::IntoActiveModel<A>,
+    A: sea_orm::ActiveModelTrait,
+{
+    fn into_active_model(self) -> A {
+        sea_orm::IntoActiveModel::into_active_model(self)
+    }
+}
+
 /// The result of a refused write (its bound is never met: never called).
 pub fn refused<T>() -> std::future::Ready<std::result::Result<T, sea_orm::DbErr>> {
     std::future::ready(Err(sea_orm::DbErr::Custom(

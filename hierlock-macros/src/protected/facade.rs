@@ -51,12 +51,7 @@ pub(super) fn expand(
         content,
         ..
     } = module;
-    let mut items = content.map(|(_, items)| items).unwrap_or_default();
-    let aliases = if dense {
-        format::dense::rewrite::rewrite(&mut items)
-    } else {
-        Vec::new()
-    };
+    let items = content.map(|(_, items)| items).unwrap_or_default();
     let sealed = format_ident!("__hierlock_{}", name);
     let sea_orm = quote!(#krate::__private::sea_orm);
     let mut columns = active_columns(&items);
@@ -110,7 +105,7 @@ pub(super) fn expand(
     };
     let into_raw_active_model = into_raw_active_model(krate, &name);
     let dense_shadows = if dense {
-        format::dense::sealed::shadows(krate, &aliases)
+        format::dense::sealed::shadows(krate)
     } else {
         TokenStream::new()
     };
@@ -397,15 +392,14 @@ fn version_impl(krate: &Path, version: Option<&Ident>) -> (TokenStream, TokenStr
 fn dense_placeholders(name: &Ident, defined: &[Ident]) -> TokenStream {
     let message = format!(
         "a relation field of a dense entity cannot point at protected `{name}::Entity`: \
-         relate to it with `impl Related<super::{name}::Table> for Entity`"
+         relate to it with `impl Related<super::{name}::Entity> for Entity`"
     );
-    let label = format!(
-        "SeaORM's dense format needs `{name}` to be dense too; protected entities are compact"
-    );
+    let label =
+        format!("SeaORM's dense format needs `{name}` to be dense too; `{name}` is compact");
     let note = format!(
-        "remove the field, and write `impl Related<super::{name}::Table> for Entity {{ fn to() -> RelationDef {{ \
-         Entity::belongs_to(super::{name}::Table).from(Column::..).to(super::{name}::Column::..).into() }} }}`; \
-         queries then name `{name}::Table`: `find_also_related({name}::Table)`"
+        "remove the field, and write `impl Related<super::{name}::Entity> for Entity {{ fn to() -> RelationDef {{ \
+         Entity::belongs_to(super::{name}::Entity).from(Column::..).to(super::{name}::Column::..).into() }} }}`; \
+         queries then read across it: `find_also_related({name}::Entity)`"
     );
     let placeholders = [
         "ModelEx",

@@ -91,13 +91,15 @@ mod links;
     message = "SeaORM's nested writes of a protected entity would run without a lock: `{Self}` cannot run them",
     label = "writes this row and its related rows with no lock proof",
     note = "a protected entity's nested writes (`save`, `insert`, `update`, `delete`, `action`, `ModelEx::delete`, `Model::cascade_delete`) run with a write proof, which checks every row they write: `NestedActiveModel::from(am).add_..(..).save(&lock)` in a `#[hierlocked]` method",
-    note = "or write each row flat with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)`, `Entity::delete(model).exec(&lock)` (a row's children: `Entity::delete_many().filter(..).exec(&lock)`)"
+    note = "or write each row flat with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)`, `Entity::delete(model).exec(&lock)` (a row's children: `Entity::delete_many().filter(..).exec(&lock)`)",
+    note = "at a plain dense entity's `#[sea_orm::model]`: its relation field to a protected entity would let the plain entity's nested save write the protected row without a lock; replace the field with `impl Related<super::<protected>::Entity> for Entity {{ fn to() -> RelationDef {{ Entity::belongs_to(super::<protected>::Entity).from(Column::..).to(super::<protected>::Column::..).into() }} }}`"
 )]
 pub trait TransactionTrait: Sync {
     /// The transaction the nested write runs in.
     type Transaction: ConnectionTrait
         + TransactionSession
         + TransactionTrait<Transaction = Self::Transaction>
+        + sea_orm::TransactionTrait
         + RawWrite
         + LinkWrite
         + Send;

@@ -4,11 +4,11 @@
 //! The facade re-exports the sealed module (`Entity` with what the dense
 //! derive puts on it: `COLUMN`, `load()`, `find_by_<key>` and
 //! `delete_by_<key>`, the last a protected delete; `ModelEx`,
-//! `EntityLoader`, `Relation`, ..). `ActiveModelEx` is a
-//! placeholder whose every use says how to write instead (its `save`
-//! writes related rows: the nested writes under a proof name SeaORM's
-//! `ActiveModelEx` `NestedActiveModel`, which the protected `ActiveModel`
-//! converts into), and so are `ActiveModel::builder()`,
+//! `EntityLoader`, `ActiveModelEx`, `Relation`, ..). SeaORM's
+//! `ActiveModelEx` is also named `NestedActiveModel`, which the protected
+//! `ActiveModel` converts into; its nested writes run only with a proof
+//! (see `super::sealed`). Refused, with the way to write instead:
+//! `ActiveModel::builder()`,
 //! `ActiveModel::into_ex()`, the conversion of an `ActiveModelEx` into the
 //! facade's `ActiveModel` (which `Entity::insert(..)` takes), and SeaORM's
 //! `IntoActiveModel` for `ModelEx` (which `Insert::one`, `Delete::one`
@@ -25,32 +25,8 @@ use crate::protected::guards::Guard;
 /// The dense items of the facade module `name`.
 pub(in crate::protected) fn items(krate: &Path, name: &Ident, sealed: &Ident) -> TokenStream {
     let sea_orm = quote!(#krate::__private::sea_orm);
-    let message = format!(
-        "`{name}::ActiveModelEx` is not available on a protected entity: its nested writes are \
-         spelled with a lock proof, on `{name}::NestedActiveModel`"
-    );
-    let label = "SeaORM's nested active model of a protected entity";
-    let note = format!(
-        "build it from a protected active model, `{name}::NestedActiveModel::from({name}::ActiveModel {{ .. }})`, \
-         and write it in a `#[hierlocked]` method with the proof: `.save(&lock)` (`insert`, `update`, \
-         `delete` likewise), which checks every row it writes"
-    );
     let guard = Guard::NestedBuilder.bound(name);
     quote! {
-        #[doc(hidden)]
-        #[allow(non_camel_case_types)]
-        #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
-        pub trait __hierlock_NoActiveModelEx {
-            type Never;
-        }
-
-        impl __hierlock_NoActiveModelEx for __hierlock_Unmet {
-            type Never = __hierlock_Unmet;
-        }
-
-        #[doc(hidden)]
-        pub type ActiveModelEx = <&'static () as __hierlock_NoActiveModelEx>::Never;
-
         /// SeaORM's nested active model of this entity (its dense
         /// `ActiveModelEx`: the row with its related rows), for a nested save
         /// under a lock proof: `NestedActiveModel::from(am).add_..(..)` (or
@@ -67,9 +43,9 @@ pub(in crate::protected) fn items(krate: &Path, name: &Ident, sealed: &Ident) ->
 
         impl ActiveModel {
             /// Not available on a protected entity: SeaORM's builder makes an
-            /// `ActiveModelEx`, whose `save` writes related rows without a
-            /// lock. Build `ActiveModel { .. }` and write it with
-            /// `Entity::insert(am).exec(&lock)`.
+            /// `ActiveModelEx`. Build `NestedActiveModel::from(ActiveModel { .. })`
+            /// and save it with the proof, `.save(&lock)`; or write one row
+            /// with `Entity::insert(am).exec(&lock)`.
             pub fn builder<'__hierlock>() -> Self
             where
                 #guard,

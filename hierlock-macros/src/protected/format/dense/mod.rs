@@ -7,16 +7,18 @@
 //! that run without a lock (the nested `save` of `ActiveModelEx`,
 //! `cascade_delete`, `delete_by_<unique key>`). The derive has to run on the
 //! items as written, in the sealed module, so `#[protected]` seals those
-//! writes around it: [`rewrite`] points the relation fields at the other
-//! protected entities' sealed modules, [`sealed`] redirects the SeaORM
-//! names the writes resolve through, and [`facade`] refuses the nested
-//! builders and names SeaORM's nested active model `NestedActiveModel`.
+//! writes around it: [`sealed`] redirects the SeaORM names the writes
+//! resolve through, and [`facade`] refuses the nested builders and names
+//! SeaORM's nested active model `NestedActiveModel` too. Relation fields
+//! stay as written: the facade re-exports the sealed `Entity` and
+//! `ActiveModelEx`, which is what SeaORM's derive finds through a field's
+//! path (`super::account::Entity`, `super::account::ActiveModelEx`), so a
+//! protected entity's field names a protected or a plain entity alike.
 //!
 //! `#[sea_orm::compact_model]` adds the same `ActiveModelEx` to a compact
 //! entity; it stays refused.
 
 pub(in crate::protected) mod facade;
-pub(in crate::protected) mod rewrite;
 pub(in crate::protected) mod sealed;
 
 use syn::{Attribute, ItemStruct, Type, TypePath};
@@ -58,20 +60,6 @@ pub(in crate::protected) fn is_relation(ty: &Type) -> bool {
     })
 }
 
-/// `user_id` → `UserId`, as SeaORM names a column's or relation's variant.
-pub(in crate::protected) fn upper_camel(name: &str) -> String {
-    name.trim_start_matches("r#")
-        .split('_')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let mut chars = part.chars();
-            chars.next().map_or_else(String::new, |first| {
-                first.to_uppercase().chain(chars).collect()
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +84,5 @@ mod tests {
         assert!(is_relation(&ty("sea_orm::HasOne<super::a::Entity>")));
         assert!(is_relation(&ty("BelongsTo<Option<super::a::Entity>>")));
         assert!(!is_relation(&ty("Option<i64>")));
-        assert_eq!(upper_camel("resource_tag"), "ResourceTag");
     }
 }

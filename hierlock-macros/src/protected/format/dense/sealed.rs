@@ -12,7 +12,7 @@
 //!   the sealed module diverts; inherent methods of the same names win
 //!   method resolution, so the bodies type-check, and each is bounded by a
 //!   trait only hierlock's nested transaction (`NestedTxn`, begun by a
-//!   proof) carries: called directly, on `<Table as EntityTrait>::ActiveModel(Ex)`
+//!   proof) carries: called directly, on `<Entity as EntityTrait>::ActiveModel(Ex)`
 //!   with anything else, each is a compile error too. Under a proof the
 //!   row writes check each row against it (`hierlock::__private::dense::{insert,
 //!   update, delete}`), and so do the junction links of `via` relations
@@ -21,8 +21,6 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::Path;
-
-use super::rewrite::Alias;
 
 /// The `pub use` lines the module-local `sea_orm` gets on top of the
 /// compact ones.
@@ -34,25 +32,7 @@ pub(in crate::protected) fn sea_orm_names(krate: &Path) -> TokenStream {
 
 /// Inherent shadows of SeaORM's writes on the raw `ActiveModel` and on
 /// `ActiveModelEx`.
-pub(in crate::protected) fn shadows(krate: &Path, aliases: &[Alias]) -> TokenStream {
-    let alias_consts = aliases.iter().map(|alias| {
-        let (name, variant) = (&alias.name, &alias.variant);
-        let doc = if alias.inferred {
-            quote!(#[doc(hidden)])
-        } else {
-            quote!(#[doc = " The relation under the name plain SeaORM gives it."])
-        };
-        quote! {
-            #doc
-            pub const #name: Relation = Relation::#variant;
-        }
-    });
-    let relation_aliases = quote! {
-        #[allow(non_upper_case_globals)]
-        impl Relation {
-            #(#alias_consts)*
-        }
-    };
+pub(in crate::protected) fn shadows(krate: &Path) -> TokenStream {
     let sea_orm = quote!(#krate::__private::sea_orm);
     let raw = quote!(#krate::__private::dense::RawWrite);
     let links = quote!(#krate::__private::dense::LinkWrite);
@@ -182,6 +162,5 @@ pub(in crate::protected) fn shadows(krate: &Path, aliases: &[Alias]) -> TokenStr
             #link_methods
         }
 
-        #relation_aliases
     }
 }
