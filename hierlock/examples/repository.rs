@@ -46,13 +46,12 @@ mod entities {
 
         #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
         pub enum Relation {
-            #[sea_orm(has_many = "super::account::Table")]
+            #[sea_orm(has_many = "super::account::Entity")]
             Account,
         }
 
-        // `super::account::Table` is protected; inside a protected module,
-        // `#[protected]` makes such paths name the plain entity.
-        impl Related<super::account::Table> for Entity {
+        // `super::account::Entity` is protected, and SeaORM's entity as any.
+        impl Related<super::account::Entity> for Entity {
             fn to() -> RelationDef {
                 Relation::Account.def()
             }
@@ -75,22 +74,22 @@ mod entities {
         #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
         pub enum Relation {
             #[sea_orm(
-                belongs_to = "super::user::Table",
+                belongs_to = "super::user::Entity",
                 from = "Column::UserId",
                 to = "super::user::Column::Id"
             )]
             User,
-            #[sea_orm(has_many = "super::resource::Table")]
+            #[sea_orm(has_many = "super::resource::Entity")]
             Resource,
         }
 
-        impl Related<super::user::Table> for Entity {
+        impl Related<super::user::Entity> for Entity {
             fn to() -> RelationDef {
                 Relation::User.def()
             }
         }
 
-        impl Related<super::resource::Table> for Entity {
+        impl Related<super::resource::Entity> for Entity {
             fn to() -> RelationDef {
                 Relation::Resource.def()
             }
@@ -114,14 +113,14 @@ mod entities {
         #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
         pub enum Relation {
             #[sea_orm(
-                belongs_to = "super::account::Table",
+                belongs_to = "super::account::Entity",
                 from = "Column::AccountId",
                 to = "super::account::Column::Id"
             )]
             Account,
         }
 
-        impl Related<super::account::Table> for Entity {
+        impl Related<super::account::Entity> for Entity {
             fn to() -> RelationDef {
                 Relation::Account.def()
             }
@@ -411,9 +410,9 @@ async fn create_tables(db: &DatabaseConnection) -> Result<(), DbErr> {
     // As a value, `user::Entity` is SeaORM's unit struct (only the type is
     // replaced by `#[protected]`), so schema helpers take it as usual.
     for mut table in [
-        schema.create_table_from_entity(user::Table),
-        schema.create_table_from_entity(account::Table),
-        schema.create_table_from_entity(resource::Table),
+        schema.create_table_from_entity(user::Entity),
+        schema.create_table_from_entity(account::Entity),
+        schema.create_table_from_entity(resource::Entity),
     ] {
         table.if_not_exists();
         db.execute(&table).await?;

@@ -40,7 +40,7 @@ async fn database(name: &str) -> DatabaseConnection {
     let db = Database::connect(format!("sqlite://{}?mode=rwc", path.display()))
         .await
         .expect("SQLite opens");
-    let table = Schema::new(db.get_database_backend()).create_table_from_entity(account::Table);
+    let table = Schema::new(db.get_database_backend()).create_table_from_entity(account::Entity);
     db.execute(&table).await.expect("table created");
     db
 }

@@ -435,9 +435,9 @@ impl Fixture {
             .expect("provision the bucket table");
         let schema = Schema::new(db.get_database_backend());
         for mut table in [
-            schema.create_table_from_entity(user::Table),
-            schema.create_table_from_entity(account::Table),
-            schema.create_table_from_entity(resource::Table),
+            schema.create_table_from_entity(user::Entity),
+            schema.create_table_from_entity(account::Entity),
+            schema.create_table_from_entity(resource::Entity),
         ] {
             table.if_not_exists();
             db.execute(&table).await.expect("create an entity table");

@@ -646,7 +646,7 @@ async fn a_cascade_seaorm_creates_into_a_protected_table_is_reported() {
         db.execute(&schema.create_table_from_entity(orm_parent::Entity))
             .await
             .expect("create the parent");
-        db.execute(&schema.create_table_from_entity(orm_child::Table))
+        db.execute(&schema.create_table_from_entity(orm_child::Entity))
             .await
             .expect("create the protected child");
         let found = cascades_into(&db, &["hl_fk_orm_child"])

@@ -163,7 +163,7 @@ impl Repo {
     ) -> hierlock::Result<()> {
         let tree = account::Entity::load()
             .filter(account::Column::Id.eq(id))
-            .with(resource::Table)
+            .with(resource::Entity)
             .one(lock.txn())
             .await?
             .ok_or_else(|| missing(id))?;

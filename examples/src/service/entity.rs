@@ -35,7 +35,7 @@ pub mod resource {
 /// Any database error.
 pub async fn create_tables(db: &impl ConnectionTrait) -> Result<(), DbErr> {
     let schema = Schema::new(db.get_database_backend());
-    let mut table = schema.create_table_from_entity(resource::Table);
+    let mut table = schema.create_table_from_entity(resource::Entity);
     db.execute(table.if_not_exists()).await?;
     Ok(())
 }

@@ -5,8 +5,9 @@
 //! `resource` made protected: each one's items moved from its file into an
 //! inline module here, under `#[hierlock::protected(..)]`. That is the whole
 //! change to those three; their relations still name `super::..::Entity` as
-//! generated. The plain `note` (compact) and `tag` (dense) stay in their
-//! files, and name the protected `account` and `resource` by their `Table`.
+//! generated. The plain `note` (compact) stays as generated; the plain `tag`
+//! (dense) relates to the protected `resource` with an `impl Related` in
+//! place of its generated relation field.
 //! `prelude.rs` is as generated.
 //!
 //! `docs/migrating.md` walks through it; the migration crate beside this one

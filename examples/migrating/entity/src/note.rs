@@ -13,8 +13,6 @@ pub struct Model {
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
 pub enum Relation {
-    // Migration: `account` is protected, so a plain entity names its
-    // `Table` (generated: `super::account::Entity`, twice below too).
     #[sea_orm(
         belongs_to = "super::account::Entity",
         from = "Column::AccountId",

@@ -11,9 +11,8 @@ pub struct Model {
     pub resource_id: i32,
     pub label: String,
     // Migration: `tag` stays a plain entity, and a plain entity's relation
-    // field needs a SeaORM entity as its target (through it, `tag`'s nested
-    // save would write the protected resource with no lock), while a
-    // protected entity's `Entity` is hierlock's facade. The generated field
+    // field may not name a protected one: through it, `tag`'s nested save
+    // would write the protected resource with no lock. The generated field
     //     #[sea_orm(belongs_to, from = "resource_id", to = "id")]
     //     pub resource: BelongsTo<super::resource::Entity>,
     // became the `Related` impl below.

@@ -1,10 +1,10 @@
 //! # The migrations of the migration guide's entities
 //!
-//! A `sea-orm-cli migrate init` crate: the tables come from the entities
-//! (`Schema::create_table_from_entity`), and hierlock's bucket table from
-//! `hierlock_migration::CreateHierLockBuckets`. The one change the
-//! protected entities ask of it: name their `Table` where SeaORM takes an
-//! entity (`account::Entity`, not `account::Entity` or `prelude::Account`).
+//! A `sea-orm-cli migrate init` crate: the tables come from the entities,
+//! protected or not (`Schema::create_table_from_entity(account::Entity)`),
+//! and hierlock's bucket table from
+//! `hierlock_migration::CreateHierLockBuckets`, the one addition the
+//! protected entities ask of it.
 //!
 //! ```text
 //! cargo test -p hierlock-migrating-migration
