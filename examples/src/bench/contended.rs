@@ -11,7 +11,10 @@
 //!   `SELECT balance` per row;
 //! - by hand: the statement of hierlock's plan (the same keys, modes and
 //!   order) sent as plain SQL that waits, with no first try and no
-//!   cancellation fence, then the same reads: what the lock itself costs.
+//!   cancellation fence, then the same reads: what the lock itself costs;
+//! - by hand, the targets only: the same statement without the shared
+//!   ancestor rows (the user and account buckets every transaction under
+//!   them also locks), then the same reads: what those rows cost.
 //!
 //! Per transaction: the **wait** (from sending the first lock statement to
 //! holding every lock), the **hold** (from then to the end of `COMMIT`,
@@ -42,10 +45,16 @@ enum Variant {
     ForUpdate,
     Hierlock,
     ByHand,
+    ByHandTargetsOnly,
 }
 
 /// The baseline first.
-const VARIANTS: [Variant; 3] = [Variant::ForUpdate, Variant::Hierlock, Variant::ByHand];
+const VARIANTS: [Variant; 4] = [
+    Variant::ForUpdate,
+    Variant::Hierlock,
+    Variant::ByHand,
+    Variant::ByHandTargetsOnly,
+];
 
 impl Variant {
     fn name(self) -> &'static str {
@@ -53,6 +62,7 @@ impl Variant {
             Variant::ForUpdate => "FOR UPDATE per row (reads it)",
             Variant::Hierlock => "hierlock: acquire; SELECT per row",
             Variant::ByHand => "hierlock's statement by hand; SELECT",
+            Variant::ByHandTargetsOnly => "by hand, no shared ancestors; SELECT",
         }
     }
 }
@@ -106,7 +116,7 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
     let by_hand = by_hand_supported(bench);
     let variants: Vec<Variant> = VARIANTS
         .into_iter()
-        .filter(|v| *v != Variant::ByHand || by_hand)
+        .filter(|v| !matches!(v, Variant::ByHand | Variant::ByHandTargetsOnly) || by_hand)
         .collect();
     let zipf = Arc::new(Zipf::new(ROWS as usize, EXPONENT));
     let txns = if bench.quick { 400 } else { 3000 };
@@ -236,6 +246,18 @@ async fn transaction(
         Variant::ByHand => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;
             txn.query_all_raw(by_hand_statement(bench, table, plan.locks()))
+                .await?;
+            None
+        }
+        Variant::ByHandTargetsOnly => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            let targets: Vec<hierlock::PlannedLock> = plan
+                .locks()
+                .iter()
+                .filter(|lock| lock.mode == LockMode::Exclusive)
+                .copied()
+                .collect();
+            txn.query_all_raw(by_hand_statement(bench, table, &targets))
                 .await?;
             None
         }

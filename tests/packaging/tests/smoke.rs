@@ -2,7 +2,7 @@
 #![cfg(any(feature = "mysql", feature = "postgres", feature = "sqlite"))]
 
 use hierlock::sea_orm::{
-    ConnectionTrait, Database, DatabaseConnection, EntityLoaderTrait, EntityTrait, TransactionTrait,
+    ConnectionTrait, Database, DatabaseConnection, EntityLoaderTrait, TransactionTrait,
 };
 use hierlock::{Config, Locker};
 use hierlock_packaging::{account, coin, fill, open, wallet};
@@ -31,7 +31,7 @@ async fn smoke(url: &str) {
     open(&locker, &txn, 7, 70, 100).await.expect("locked write");
     txn.commit().await.unwrap();
 
-    let found = account::Table::find_by_id(70).one(&db).await.unwrap();
+    let found = account::Entity::find_by_id(70).one(&db).await.unwrap();
     assert_eq!(found.map(|a| (a.user_id, a.balance)), Some((7, 100)));
 
     // The dense format: a wallet and its coins in one nested insert.
@@ -55,7 +55,7 @@ async fn smoke(url: &str) {
     assert_eq!(saved.coins.len(), 2);
     let loaded = wallet::Entity::load()
         .filter_by_id(71)
-        .with(coin::Table)
+        .with(coin::Entity)
         .one(&db)
         .await
         .unwrap()

@@ -21,11 +21,11 @@ pub mod user {
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
     pub enum Relation {
-        #[sea_orm(has_many = "super::account::Table")]
+        #[sea_orm(has_many = "super::account::Entity")]
         Account,
     }
 
-    impl Related<super::account::Table> for Entity {
+    impl Related<super::account::Entity> for Entity {
         fn to() -> RelationDef {
             Relation::Account.def()
         }
@@ -48,25 +48,25 @@ pub mod account {
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
     pub enum Relation {
         #[sea_orm(
-            belongs_to = "super::user::Table",
+            belongs_to = "super::user::Entity",
             from = "Column::UserId",
             to = "super::user::Column::Id"
         )]
         User,
-        #[sea_orm(has_many = "super::resource::Table")]
+        #[sea_orm(has_many = "super::resource::Entity")]
         Resource,
         /// protected → plain
         #[sea_orm(has_many = "super::audit::Entity")]
         Audit,
     }
 
-    impl Related<super::user::Table> for Entity {
+    impl Related<super::user::Entity> for Entity {
         fn to() -> RelationDef {
             Relation::User.def()
         }
     }
 
-    impl Related<super::resource::Table> for Entity {
+    impl Related<super::resource::Entity> for Entity {
         fn to() -> RelationDef {
             Relation::Resource.def()
         }
@@ -96,14 +96,14 @@ pub mod resource {
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
     pub enum Relation {
         #[sea_orm(
-            belongs_to = "super::account::Table",
+            belongs_to = "super::account::Entity",
             from = "Column::AccountId",
             to = "super::account::Column::Id"
         )]
         Account,
     }
 
-    impl Related<super::account::Table> for Entity {
+    impl Related<super::account::Entity> for Entity {
         fn to() -> RelationDef {
             Relation::Account.def()
         }
@@ -127,14 +127,14 @@ pub mod audit {
     pub enum Relation {
         /// plain → protected: a protected entity is named by its `Table`.
         #[sea_orm(
-            belongs_to = "super::account::Table",
+            belongs_to = "super::account::Entity",
             from = "Column::AccountId",
             to = "super::account::Column::Id"
         )]
         Account,
     }
 
-    impl Related<super::account::Table> for Entity {
+    impl Related<super::account::Entity> for Entity {
         fn to() -> RelationDef {
             Relation::Account.def()
         }
