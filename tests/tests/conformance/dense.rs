@@ -26,7 +26,7 @@ use hierlock::sea_orm::{
 use hierlock::{Error, ErrorKind, Locked, Locker, hierlocked};
 use hierlock_tests::{Backend, Fixture};
 
-use crate::support::as_account;
+use crate::support::{as_account, recreate_tables};
 use crate::write_statements::{Counter, counted_pool};
 
 #[hierlock::protected(level = user, user = id)]
@@ -320,33 +320,29 @@ struct Contents {
 pub(crate) async fn seeded(backend: Backend) -> (Fixture, tokio::sync::MutexGuard<'static, ()>) {
     let turn = TURN.lock().await;
     let fx = Fixture::new(backend, "hld_dense", 1000).await;
-    for table in [
-        "hld_profiles",
-        "hld_user_followers",
-        "hld_resource_tags",
-        "hld_tags",
-        "hld_resources",
-        "hld_accounts",
-        "hld_users",
-    ] {
-        fx.exec(&format!("DROP TABLE IF EXISTS {table}")).await;
-    }
-    let db_backend = fx.db.get_database_backend();
-    let schema = Schema::new(db_backend);
-    for statement in [
-        db_backend.build(&schema.create_table_from_entity(user::Table)),
-        db_backend.build(&schema.create_table_from_entity(account::Table)),
-        db_backend.build(&schema.create_table_from_entity(resource::Table)),
-        db_backend.build(&schema.create_table_from_entity(tag::Table)),
-        db_backend.build(&schema.create_table_from_entity(resource_tag::Table)),
-        db_backend.build(&schema.create_table_from_entity(user_follower::Table)),
-        db_backend.build(&schema.create_table_from_entity(profile::Table)),
-    ] {
-        fx.db
-            .execute_raw(statement.clone())
-            .await
-            .unwrap_or_else(|e| panic!("{statement}: {e}"));
-    }
+    let schema = Schema::new(fx.db.get_database_backend());
+    recreate_tables(
+        &fx,
+        &[
+            "hld_profiles",
+            "hld_user_followers",
+            "hld_resource_tags",
+            "hld_tags",
+            "hld_resources",
+            "hld_accounts",
+            "hld_users",
+        ],
+        vec![
+            schema.create_table_from_entity(user::Entity),
+            schema.create_table_from_entity(account::Entity),
+            schema.create_table_from_entity(resource::Entity),
+            schema.create_table_from_entity(tag::Entity),
+            schema.create_table_from_entity(resource_tag::Entity),
+            schema.create_table_from_entity(user_follower::Entity),
+            schema.create_table_from_entity(profile::Entity),
+        ],
+    )
+    .await;
     fx.exec("INSERT INTO hld_users (id, email) VALUES (2, 'bob@example.com')")
         .await;
     fx.exec("INSERT INTO hld_accounts (id, user_id, name) VALUES (20, 2, 'main')")

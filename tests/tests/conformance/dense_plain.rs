@@ -7,16 +7,15 @@
 //! the protected rows through its `Related` impl; a cascade delete under the
 //! proof deletes the plain children with it.
 
-use hierlock::proof::UserLevel;
+use hierlock::ErrorKind;
 use hierlock::sea_orm::{
     ActiveValue::{NotSet, Set},
-    ConnectionTrait, DatabaseTransaction, EntityLoaderTrait, EntityTrait, QueryOrder, Schema,
-    TransactionTrait,
+    EntityLoaderTrait, EntityTrait, QueryOrder, Schema, TransactionTrait,
 };
-use hierlock::{ErrorKind, Locked, Locker, hierlocked};
 use hierlock_tests::{Backend, Fixture};
 
 use crate::dense::nested_error;
+use crate::support::{as_user, recreate_tables};
 
 #[hierlock::protected(level = account, user = user_id, account = id)]
 pub mod account {
@@ -84,34 +83,19 @@ pub mod currency {
 
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Run `body` with a write-lock proof on user `u`, on `txn`.
-#[hierlocked(user = u, locker = locker)]
-async fn as_user<T>(
-    locker: &Locker,
-    txn: &DatabaseTransaction,
-    u: i64,
-    body: impl AsyncFnOnce(&Locked<'_, UserLevel>) -> T,
-) -> hierlock::Result<T> {
-    Ok(body(&lock).await)
-}
-
 async fn fixture(backend: Backend) -> Fixture {
     let fx = Fixture::new(backend, "hlp_dense", 1000).await;
-    for table in ["hlp_notes", "hlp_accounts", "hlp_currencies"] {
-        fx.exec(&format!("DROP TABLE IF EXISTS {table}")).await;
-    }
-    let db_backend = fx.db.get_database_backend();
-    let schema = Schema::new(db_backend);
-    for statement in [
-        db_backend.build(&schema.create_table_from_entity(currency::Entity)),
-        db_backend.build(&schema.create_table_from_entity(account::Entity)),
-        db_backend.build(&schema.create_table_from_entity(note::Entity)),
-    ] {
-        fx.db
-            .execute_raw(statement.clone())
-            .await
-            .unwrap_or_else(|e| panic!("{statement}: {e}"));
-    }
+    let schema = Schema::new(fx.db.get_database_backend());
+    recreate_tables(
+        &fx,
+        &["hlp_notes", "hlp_accounts", "hlp_currencies"],
+        vec![
+            schema.create_table_from_entity(currency::Entity),
+            schema.create_table_from_entity(account::Entity),
+            schema.create_table_from_entity(note::Entity),
+        ],
+    )
+    .await;
     fx
 }
 

@@ -7,66 +7,50 @@
 //! boundary (`find_also_related`, `find_related`, `load_one`) return the
 //! related rows.
 
-use hierlock::proof::UserLevel;
+use hierlock::ErrorKind;
 use hierlock::sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseTransaction, EntityTrait,
-    LoaderTrait, ModelTrait, QueryOrder, Schema, TransactionTrait,
+    ActiveModelTrait, ActiveValue::Set, EntityTrait, LoaderTrait, ModelTrait, QueryOrder, Schema,
+    TransactionTrait,
 };
-use hierlock::{ErrorKind, Locked, Locker, hierlocked};
 use hierlock_layout_sea_orm_cli_compact::{
     accounts, audit_log, invoices, line_items, memberships, project_tags, projects, tags, users,
 };
 use hierlock_tests::{Backend, Fixture};
 
-use crate::support::assert_kind;
+use crate::support::{as_user, assert_kind, recreate_tables};
 
 /// The tables have the generator's names: one test at a time per server.
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Run `body` with a write-lock proof on user `u`, on `txn`.
-#[hierlocked(user = u, locker = locker)]
-async fn as_user<T>(
-    locker: &Locker,
-    txn: &DatabaseTransaction,
-    u: i64,
-    body: impl AsyncFnOnce(&Locked<'_, UserLevel>) -> T,
-) -> hierlock::Result<T> {
-    Ok(body(&lock).await)
-}
-
 /// The generated schema, created afresh from the generated entities.
 async fn create_tables(fx: &Fixture) {
-    for table in [
-        "audit_log",
-        "project_tags",
-        "tags",
-        "memberships",
-        "line_items",
-        "invoices",
-        "projects",
-        "accounts",
-        "users",
-    ] {
-        fx.exec(&format!("DROP TABLE IF EXISTS {table}")).await;
-    }
-    let db_backend = fx.db.get_database_backend();
-    let schema = Schema::new(db_backend);
-    for statement in [
-        db_backend.build(&schema.create_table_from_entity(users::Entity)),
-        db_backend.build(&schema.create_table_from_entity(accounts::Entity)),
-        db_backend.build(&schema.create_table_from_entity(projects::Entity)),
-        db_backend.build(&schema.create_table_from_entity(invoices::Entity)),
-        db_backend.build(&schema.create_table_from_entity(line_items::Entity)),
-        db_backend.build(&schema.create_table_from_entity(memberships::Entity)),
-        db_backend.build(&schema.create_table_from_entity(tags::Entity)),
-        db_backend.build(&schema.create_table_from_entity(project_tags::Entity)),
-        db_backend.build(&schema.create_table_from_entity(audit_log::Entity)),
-    ] {
-        fx.db
-            .execute_raw(statement.clone())
-            .await
-            .unwrap_or_else(|e| panic!("{statement}: {e}"));
-    }
+    let schema = Schema::new(fx.db.get_database_backend());
+    recreate_tables(
+        fx,
+        &[
+            "audit_log",
+            "project_tags",
+            "tags",
+            "memberships",
+            "line_items",
+            "invoices",
+            "projects",
+            "accounts",
+            "users",
+        ],
+        vec![
+            schema.create_table_from_entity(users::Entity),
+            schema.create_table_from_entity(accounts::Entity),
+            schema.create_table_from_entity(projects::Entity),
+            schema.create_table_from_entity(invoices::Entity),
+            schema.create_table_from_entity(line_items::Entity),
+            schema.create_table_from_entity(memberships::Entity),
+            schema.create_table_from_entity(tags::Entity),
+            schema.create_table_from_entity(project_tags::Entity),
+            schema.create_table_from_entity(audit_log::Entity),
+        ],
+    )
+    .await;
 }
 
 pub async fn sea_orm_cli_compact_output_writes_and_reads_across_the_boundary(backend: Backend) {

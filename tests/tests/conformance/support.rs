@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
-use hierlock::proof::AccountLevel;
+use hierlock::proof::{AccountLevel, UserLevel};
 use hierlock::{Error, ErrorKind, LockSet, Locked, Locker, Request, Target, Wait, hierlocked};
 use hierlock_tests::{Fixture, bounded};
-use sea_orm::DatabaseTransaction;
+use sea_orm::sea_query::TableCreateStatement;
+use sea_orm::{ConnectionTrait, DatabaseTransaction};
 
 /// Every node of the 2 users × 2 accounts × 2 resources tree, root first:
 /// the matrices' nodes.
@@ -117,6 +118,33 @@ pub async fn assert_free(fx: &Fixture, what: &str, request: &hierlock::Request) 
         }
     })
     .await;
+}
+
+/// Run `body` with a write-lock proof on user `u`, on `txn`.
+#[hierlocked(user = u, locker = locker)]
+pub async fn as_user<T>(
+    locker: &Locker,
+    txn: &DatabaseTransaction,
+    u: i64,
+    body: impl AsyncFnOnce(&Locked<'_, UserLevel>) -> T,
+) -> hierlock::Result<T> {
+    Ok(body(&lock).await)
+}
+
+/// Drop `tables` (children first), then create the tables of `creates`
+/// (parents first: `Schema::create_table_from_entity` of each entity).
+pub async fn recreate_tables(fx: &Fixture, tables: &[&str], creates: Vec<TableCreateStatement>) {
+    for table in tables {
+        fx.exec(&format!("DROP TABLE IF EXISTS {table}")).await;
+    }
+    let backend = fx.db.get_database_backend();
+    for create in creates {
+        let statement = backend.build(&create);
+        fx.db
+            .execute_raw(statement.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
 }
 
 /// Run `body` with a write-lock proof on account `u/a`, on `txn`.
