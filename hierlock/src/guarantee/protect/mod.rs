@@ -59,6 +59,11 @@ pub use version::{INITIAL_VERSION, VersionNumber, Versioned};
 /// the IDs from the fields named in the attribute. `Level` is the level of
 /// the node a row belongs to; [`Protect::row_ids`] and
 /// [`Protect::active_ids`] give its IDs from the user down.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a protected entity",
+    label = "hierlock checks this entity's rows against a lock proof",
+    note = "put `#[hierlock::protected(level = .., user = .., ..)]` on its module; a protected dense entity's `via` field needs its junction and the entity it reaches protected too (their links are written under the proof), or relate through an `impl Related` in place of the field"
+)]
 pub trait Protect: EntityTrait {
     /// The level of the node each row belongs to.
     type Level: LevelMarker;
