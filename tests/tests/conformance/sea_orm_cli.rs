@@ -1,11 +1,20 @@
-//! sea-orm-cli 2.0.4's compact output, as a user adopts it
-//! (`tests/crates/sea-orm-cli-compact`: the hierarchy's five entities under
-//! `#[protected]`, nothing else changed), on every backend: the tables are
+//! sea-orm-cli 2.0.4's output, as a user adopts it, on every backend.
+//!
+//! Compact (`tests/crates/sea-orm-cli-compact`: the hierarchy's five
+//! entities under `#[protected]`, nothing else changed): the tables are
 //! created from the generated entities, the protected rows are written with
 //! a proof (and a row the proof does not cover is refused, nothing written),
 //! the plain neighbours with SeaORM's own writes, and the reads across the
 //! boundary (`find_also_related`, `find_related`, `load_one`) return the
 //! related rows.
+//!
+//! Dense (`tests/crates/sea-orm-cli-dense`: the same five and the
+//! membership junction under `#[protected]`, the plain entities' relation
+//! fields to them turned into `impl Related`, the `via` fields through the
+//! plain `project_tags` dropped): a protected account's nested insert with
+//! its plain audit entries and tags under a proof, refused for another
+//! user's account with nothing written, and the loader reading the plain
+//! rows and the accounts through the protected junction.
 
 use hierlock::ErrorKind;
 use hierlock::sea_orm::{
@@ -15,6 +24,7 @@ use hierlock::sea_orm::{
 use hierlock_layout_sea_orm_cli_compact::{
     accounts, audit_log, invoices, line_items, memberships, project_tags, projects, tags, users,
 };
+use hierlock_layout_sea_orm_cli_dense as dense;
 use hierlock_tests::{Backend, Fixture};
 
 use crate::support::{as_user, assert_kind, recreate_tables};
@@ -218,4 +228,154 @@ pub async fn sea_orm_cli_compact_output_writes_and_reads_across_the_boundary(bac
         .await
         .expect("accounts");
     assert_eq!(others.len(), 1, "the refused insert wrote nothing");
+}
+
+pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundary(
+    backend: Backend,
+) {
+    use hierlock::sea_orm::{ActiveValue::NotSet, EntityLoaderTrait};
+
+    let _turn = TURN.lock().await;
+    let fx = Fixture::new(backend, "socli_dense", 1000).await;
+    let schema = Schema::new(fx.db.get_database_backend());
+    recreate_tables(
+        &fx,
+        &[
+            "audit_log",
+            "project_tags",
+            "tags",
+            "memberships",
+            "line_items",
+            "invoices",
+            "projects",
+            "accounts",
+            "users",
+        ],
+        vec![
+            schema.create_table_from_entity(dense::users::Entity),
+            schema.create_table_from_entity(dense::accounts::Entity),
+            schema.create_table_from_entity(dense::projects::Entity),
+            schema.create_table_from_entity(dense::invoices::Entity),
+            schema.create_table_from_entity(dense::line_items::Entity),
+            schema.create_table_from_entity(dense::memberships::Entity),
+            schema.create_table_from_entity(dense::tags::Entity),
+            schema.create_table_from_entity(dense::project_tags::Entity),
+            schema.create_table_from_entity(dense::audit_log::Entity),
+        ],
+    )
+    .await;
+    let account = |id: i64, user_id: i64| dense::accounts::ActiveModel {
+        id: Set(id),
+        user_id: Set(user_id),
+        name: Set(format!("account {id}")),
+        balance: Set(0),
+    };
+    let entry = |id: i64| dense::audit_log::ActiveModel {
+        id: Set(id),
+        actor_id: Set(Some(1)),
+        account_id: NotSet,
+        message: Set(format!("entry {id}")),
+    };
+
+    let txn = fx.db.begin().await.expect("begin");
+    as_user(
+        &fx.locker,
+        &txn,
+        1,
+        async |lock| -> Result<(), hierlock::Error> {
+            dense::users::Entity::insert(dense::users::ActiveModel {
+                id: Set(1),
+                name: Set("ann".into()),
+            })
+            .exec(lock)
+            .await?;
+            // A protected account with its plain audit entries and tag, in one
+            // nested insert: the account checked, SeaORM filling the plain rows'
+            // foreign keys.
+            dense::accounts::NestedActiveModel::from(account(10, 1))
+                .add_audit_log(entry(1))
+                .add_audit_log(entry(2))
+                .add_tag(dense::tags::ActiveModel {
+                    id: Set(7),
+                    account_id: NotSet,
+                    label: Set("vip".into()),
+                })
+                .insert(lock)
+                .await?;
+            // The protected junction, written flat.
+            dense::memberships::Entity::insert(dense::memberships::ActiveModel {
+                user_id: Set(1),
+                account_id: Set(10),
+                role: Set("owner".into()),
+            })
+            .exec(lock)
+            .await?;
+            Ok(())
+        },
+    )
+    .await
+    .expect("the proof")
+    .expect("user 1's writes");
+    txn.commit().await.expect("commit");
+
+    // Another user's account with an audit entry, under user 1's proof:
+    // refused, and nothing of the nested insert written.
+    let txn = fx.db.begin().await.expect("begin");
+    let outcome = as_user(&fx.locker, &txn, 1, async |lock| {
+        dense::accounts::NestedActiveModel::from(account(20, 2))
+            .add_audit_log(entry(3))
+            .insert(lock)
+            .await
+    })
+    .await
+    .expect("the proof");
+    crate::dense::nested_error(outcome, ErrorKind::NotCovered, "user 2's account");
+    txn.rollback().await.expect("rollback");
+    let entries = dense::audit_log::Entity::find()
+        .order_by_asc(dense::audit_log::Column::Id)
+        .find_also_related(dense::accounts::Entity)
+        .all(&fx.db)
+        .await
+        .expect("audit entries with their account");
+    let seen: Vec<(i64, Option<i64>)> = entries
+        .iter()
+        .map(|(e, a)| (e.id, a.as_ref().map(|a| a.id)))
+        .collect();
+    assert_eq!(
+        seen,
+        [(1, Some(10)), (2, Some(10))],
+        "the refused save wrote nothing"
+    );
+
+    // The loader reads the plain rows through the protected account's
+    // fields, and the accounts through the protected junction.
+    let loaded = dense::accounts::Entity::load()
+        .with(dense::audit_log::Entity)
+        .with(dense::tags::Entity)
+        .filter_by_id(10)
+        .one(&fx.db)
+        .await
+        .expect("load account 10")
+        .expect("account 10");
+    assert_eq!(loaded.audit_logs.len(), 2);
+    assert_eq!(
+        loaded
+            .tags
+            .iter()
+            .map(|t| t.label.as_str())
+            .collect::<Vec<_>>(),
+        ["vip"]
+    );
+    let user = dense::users::Entity::load()
+        .with(dense::accounts::Entity)
+        .filter_by_id(1)
+        .one(&fx.db)
+        .await
+        .expect("load user 1")
+        .expect("user 1");
+    assert_eq!(
+        user.accounts.iter().map(|a| a.id).collect::<Vec<_>>(),
+        [10],
+        "the account through the membership"
+    );
 }
