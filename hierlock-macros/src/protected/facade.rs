@@ -131,8 +131,7 @@ pub(super) fn expand(
             pub use super::#sealed::*;
             #[doc = #entity_doc]
             pub use super::#sealed::Entity;
-            /// Another name of [`Entity`], kept for code written when the
-            /// protected `Entity` was not SeaORM's entity itself.
+            /// Another name of [`Entity`] (the same type).
             pub use super::#sealed::Entity as Table;
 
             #guards
