@@ -29,6 +29,19 @@ use hierlock_tests::{Backend, Fixture};
 
 use crate::support::{as_user, assert_kind, recreate_tables};
 
+/// The schema's tables, children first (the order to drop them in).
+const GENERATED_TABLES: &[&str] = &[
+    "audit_log",
+    "project_tags",
+    "tags",
+    "memberships",
+    "line_items",
+    "invoices",
+    "projects",
+    "accounts",
+    "users",
+];
+
 /// The tables have the generator's names: one test at a time per server.
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -37,17 +50,7 @@ async fn create_tables(fx: &Fixture) {
     let schema = Schema::new(fx.db.get_database_backend());
     recreate_tables(
         fx,
-        &[
-            "audit_log",
-            "project_tags",
-            "tags",
-            "memberships",
-            "line_items",
-            "invoices",
-            "projects",
-            "accounts",
-            "users",
-        ],
+        GENERATED_TABLES,
         vec![
             schema.create_table_from_entity(users::Entity),
             schema.create_table_from_entity(accounts::Entity),
@@ -240,17 +243,7 @@ pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundar
     let schema = Schema::new(fx.db.get_database_backend());
     recreate_tables(
         &fx,
-        &[
-            "audit_log",
-            "project_tags",
-            "tags",
-            "memberships",
-            "line_items",
-            "invoices",
-            "projects",
-            "accounts",
-            "users",
-        ],
+        GENERATED_TABLES,
         vec![
             schema.create_table_from_entity(dense::users::Entity),
             schema.create_table_from_entity(dense::accounts::Entity),
