@@ -239,7 +239,7 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
     }
 
     /// Learn how the server names the connection (its id; on PostgreSQL
-    /// also its transaction's start), so that a statement that waits can be
+    /// also its transaction's id), so that a statement that waits can be
     /// cancelled: one round trip, for acquisitions that may wait on a server
     /// that can cancel.
     pub(crate) async fn prepare_cancel(&mut self, canceller: &Canceller) -> Result<()> {

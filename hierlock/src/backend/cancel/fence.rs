@@ -59,6 +59,21 @@ impl Fence {
     }
 }
 
+/// What names a waiting statement's connection on the MySQL family (see
+/// [`Canceller::waiter_statement`](super::Canceller::waiter_statement)).
+#[cfg(feature = "mysql")]
+pub(super) const MYSQL_WAITER: &str =
+    "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id, CAST(0 AS SIGNED) AS xact";
+
+/// What names a waiting statement's backend and transaction on PostgreSQL
+/// (see [`postgres_cancel`]). The transaction gets its id now if it has
+/// none; a hot standby assigns none (-1: the lock statement then reports
+/// the standby).
+#[cfg(feature = "postgres")]
+pub(super) const POSTGRES_WAITER: &str = "SELECT pg_backend_pid()::int8 AS id, \
+     CASE WHEN pg_is_in_recovery() THEN -1 \
+     ELSE pg_current_xact_id()::text::int8 END AS xact";
+
 /// Lets go of every fence the side connection holds (it holds nothing else).
 #[cfg(feature = "mysql")]
 pub(super) const MYSQL_RELEASE_FENCES: &str = "DO RELEASE_ALL_LOCKS()";
@@ -131,6 +146,15 @@ const EXIT_WAIT_MS: u64 = 2000;
 /// cancellation was issued for, then let the fences go. `pg_stat_activity`
 /// is first read in the second statement, after the fences are held.
 ///
+/// The transaction is named by its id (`backend_xid`), not by its start
+/// (`xact_start`): a fence is also free once its statement succeeded and
+/// the transaction ended, and PostgreSQL releases a transaction's locks
+/// before it clears `xact_start` (both at `COMMIT` and `ROLLBACK`, which may
+/// take a while between the two: it unlinks the files of the relations the
+/// transaction dropped or created), but after it clears the transaction's
+/// id. A check by start time, in that window, ended the backend of the
+/// request that got the connection next.
+///
 /// A session end waits (up to [`EXIT_WAIT_MS`]) for the backend to exit
 /// before the fence goes: a backend acts on the signal at its next
 /// interrupt check, and one granted its fence before that could still
@@ -162,7 +186,7 @@ pub(super) fn postgres_cancel(batch: &[Request]) -> String {
          SELECT CASE WHEN k.session THEN pg_terminate_backend(a.pid, {EXIT_WAIT_MS}) \
          ELSE pg_cancel_backend(a.pid) END \
          FROM pg_stat_activity AS a JOIN {keys} ON a.pid = k.pid \
-         WHERE floor(extract(epoch FROM a.xact_start) * 1000000)::int8 = k.xact \
+         WHERE a.backend_xid::text::int8 = k.xact % 4294967296 \
          AND a.state = 'active' \
          AND EXISTS (SELECT 1 FROM pg_locks AS l WHERE l.pid = pg_backend_pid() \
          AND l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted \
@@ -174,6 +198,83 @@ pub(super) fn postgres_cancel(batch: &[Request]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A late cancellation (its statement granted, the request dropped
+    /// just after) reaching a backend whose transaction is ending: the fence
+    /// is free again, and PostgreSQL still shows the transaction's start
+    /// while its `ROLLBACK` unlinks the files of the relations it created.
+    /// The cancellation must see that the transaction is over and end
+    /// nothing: the next request on that connection is somebody else's.
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fence_freed_by_its_transactions_end_ends_nothing() {
+        use sea_orm::sqlx::{AssertSqlSafe, Connection, Executor, PgConnection, Row};
+        use std::time::{Duration, Instant};
+
+        const RELATIONS: usize = 4000;
+        let url = std::env::var("HIERLOCK_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let connect = || async {
+            PgConnection::connect(&url)
+                .await
+                .unwrap_or_else(|e| panic!("PostgreSQL at {url} is required: {e}"))
+        };
+        let (mut waiting, mut side, mut watch) = (connect().await, connect().await, connect().await);
+
+        // The acquisition's transaction, named as hierlock names it, with
+        // its fence taken (its lock statement succeeded).
+        waiting.execute("BEGIN").await.expect("begin");
+        let row = waiting.fetch_one(POSTGRES_WAITER).await.expect("waiter");
+        let waiter = Waiter {
+            connection: row.get("id"),
+            transaction: row.get("xact"),
+        };
+        let creates: String = (0..RELATIONS)
+            .map(|i| format!("CREATE TABLE hierlock_fence_test_{i} (x int); "))
+            .collect();
+        waiting.execute(AssertSqlSafe(creates)).await.expect("create");
+        let fence = Fence::next(true);
+        let (high, low) = fence.postgres_keys();
+        let take = format!("SELECT pg_advisory_xact_lock_shared({high}, {low})");
+        waiting.execute(AssertSqlSafe(take)).await.expect("fence");
+
+        // Its end, and the cancellation arriving once the fence is free but
+        // the backend still shows the transaction.
+        let rollback = tokio::spawn(async move {
+            let ended = waiting.execute("ROLLBACK").await.map(drop);
+            let next = waiting.execute("SELECT 1").await.map(drop);
+            (ended, next)
+        });
+        let window = format!(
+            "SELECT count(*) AS held, \
+             (SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND state = 'active' \
+              AND xact_start IS NOT NULL) AS shown \
+             FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 \
+             AND classid = {high}::oid AND objid = {low}::oid",
+            pid = waiter.connection
+        );
+        let started = Instant::now();
+        loop {
+            let row = watch.fetch_one(AssertSqlSafe(window.clone())).await.expect("watch");
+            let (held, shown): (i64, i64) = (row.get("held"), row.get("shown"));
+            if held == 0 {
+                assert_eq!(
+                    shown, 1,
+                    "the ROLLBACK ended before the check ran: raise RELATIONS to widen the window"
+                );
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "the fence stayed taken");
+        }
+        let request = Request::unanswered(waiter, fence, super::End::Session);
+        side.execute(AssertSqlSafe(postgres_cancel(std::slice::from_ref(&request))))
+            .await
+            .expect("cancel");
+
+        let (ended, next) = rollback.await.expect("the waiting connection's task");
+        ended.expect("the transaction ends as its client asked");
+        next.expect("the connection serves its next request");
+    }
 
     #[test]
     fn fences_are_distinct_and_fit_their_servers() {

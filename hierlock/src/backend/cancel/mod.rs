@@ -27,8 +27,8 @@
 //! for. If the fence is taken already, the statement has its locks: there
 //! is nothing to cancel.
 //!
-//! On PostgreSQL the check also names the statement's transaction (its
-//! `xact_start`, read in the transaction before it waits), and its fence is
+//! On PostgreSQL the check also names the statement's transaction (its id,
+//! assigned and read in the transaction before it waits), and its fence is
 //! held until that transaction ends; on the MySQL family the acquisition
 //! releases the fence after the statement. Where the server refuses
 //! `GET_LOCK` (some MariaDB Galera releases), the fence is a mark in the
@@ -87,9 +87,10 @@ pub(crate) struct Waiter {
     /// The server's id of the connection (MySQL family) or backend
     /// (PostgreSQL).
     connection: i64,
-    /// PostgreSQL: the start of the acquisition's transaction, in
-    /// microseconds since the epoch (`pg_stat_activity.xact_start`). Unused
-    /// on the MySQL family, where the fence's name tells the statement.
+    /// PostgreSQL: the id of the acquisition's transaction
+    /// (`pg_current_xact_id()`, shown as `pg_stat_activity.backend_xid`;
+    /// -1 on a hot standby, which assigns none). Unused on the MySQL family,
+    /// where the fence's name tells the statement.
     transaction: i64,
 }
 
@@ -139,7 +140,7 @@ impl Canceller {
 
     /// The statement that reads what a [`Waiter`] needs from the server, run
     /// in the acquisition's transaction before it may wait: the connection's
-    /// id, and on PostgreSQL the transaction's start.
+    /// id, and on PostgreSQL the transaction's id (assigned if it has none).
     pub(crate) fn waiter_statement(&self) -> Option<Statement> {
         Some(self.queue.as_ref()?.side().waiter_statement())
     }

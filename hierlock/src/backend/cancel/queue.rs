@@ -252,16 +252,9 @@ impl Side {
     pub(super) fn waiter_statement(&self) -> Statement {
         match *self {
             #[cfg(feature = "mysql")]
-            Side::MySql { .. } => Statement::from_string(
-                sea_orm::DbBackend::MySql,
-                "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id, CAST(0 AS SIGNED) AS xact",
-            ),
+            Side::MySql { .. } => Statement::from_string(sea_orm::DbBackend::MySql, fence::MYSQL_WAITER),
             #[cfg(feature = "postgres")]
-            Side::Postgres(_) => Statement::from_string(
-                sea_orm::DbBackend::Postgres,
-                "SELECT pg_backend_pid()::int8 AS id, \
-                 floor(extract(epoch FROM now()) * 1000000)::int8 AS xact",
-            ),
+            Side::Postgres(_) => Statement::from_string(sea_orm::DbBackend::Postgres, fence::POSTGRES_WAITER),
         }
     }
 
