@@ -14,7 +14,16 @@
 //!   cancellation fence, then the same reads: what the lock itself costs;
 //! - by hand, the targets only: the same statement without the shared
 //!   ancestor rows (the user and account buckets every transaction under
-//!   them also locks), then the same reads: what those rows cost.
+//!   them also locks), then the same reads: what those rows cost;
+//! - by hand, tried first (MySQL family): the statement with `NOWAIT`
+//!   first; if a row is taken, the connection's id read, then the statement
+//!   that waits: what hierlock's path before the wait costs, without its
+//!   cancellation fence;
+//! - by hand, the id first (MySQL family): the connection's id read, then
+//!   the statement that waits, with no try: what that round trip costs;
+//! - by hand, one more round trip held (MySQL family): the statement, then
+//!   `DO 0` before the reads: what the fence's release costs, sent while
+//!   the rows are held.
 //!
 //! Per transaction: the **wait** (from sending the first lock statement to
 //! holding every lock), the **hold** (from then to the end of `COMMIT`,
@@ -46,14 +55,20 @@ enum Variant {
     Hierlock,
     ByHand,
     ByHandTargetsOnly,
+    ByHandTriedFirst,
+    ByHandIdFirst,
+    ByHandOneMoreRoundTripHeld,
 }
 
 /// The baseline first.
-const VARIANTS: [Variant; 4] = [
+const VARIANTS: [Variant; 7] = [
     Variant::ForUpdate,
     Variant::Hierlock,
     Variant::ByHand,
     Variant::ByHandTargetsOnly,
+    Variant::ByHandTriedFirst,
+    Variant::ByHandIdFirst,
+    Variant::ByHandOneMoreRoundTripHeld,
 ];
 
 impl Variant {
@@ -63,7 +78,25 @@ impl Variant {
             Variant::Hierlock => "hierlock: acquire; SELECT per row",
             Variant::ByHand => "hierlock's statement by hand; SELECT",
             Variant::ByHandTargetsOnly => "by hand, no shared ancestors; SELECT",
+            Variant::ByHandTriedFirst => "by hand, NOWAIT first + id; SELECT",
+            Variant::ByHandIdFirst => "by hand, id first; SELECT",
+            Variant::ByHandOneMoreRoundTripHeld => "by hand + DO 0 held; SELECT",
         }
+    }
+
+    /// Sent by hand as one statement for the whole plan.
+    fn by_hand(self) -> bool {
+        !matches!(self, Variant::ForUpdate | Variant::Hierlock)
+    }
+
+    /// Splits of the MySQL family's waiting path.
+    fn mysql_family_only(self) -> bool {
+        matches!(
+            self,
+            Variant::ByHandTriedFirst
+                | Variant::ByHandIdFirst
+                | Variant::ByHandOneMoreRoundTripHeld
+        )
     }
 }
 
@@ -76,6 +109,9 @@ const COUNTERS: [&str; 6] = [
     "Com_commit",
     "Com_rollback",
 ];
+
+/// What hierlock reads before a wait on the MySQL family.
+const CONNECTION_ID: &str = "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id";
 
 /// One transaction's times: from `BEGIN` to the end of `COMMIT` (retries
 /// included), and the last try's wait and hold.
@@ -116,7 +152,8 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
     let by_hand = by_hand_supported(bench);
     let variants: Vec<Variant> = VARIANTS
         .into_iter()
-        .filter(|v| !matches!(v, Variant::ByHand | Variant::ByHandTargetsOnly) || by_hand)
+        .filter(|v| !v.by_hand() || by_hand)
+        .filter(|v| !v.mysql_family_only() || bench.dialect.is_mysql_family())
         .collect();
     let zipf = Arc::new(Zipf::new(ROWS as usize, EXPONENT));
     let txns = if bench.quick { 400 } else { 3000 };
@@ -261,6 +298,30 @@ async fn transaction(
                 .await?;
             None
         }
+        Variant::ByHandTriedFirst => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            let nowait = by_hand_statement_with(bench, table, plan.locks(), " NOWAIT");
+            if txn.query_all_raw(nowait).await.is_err() {
+                txn.query_one_raw(bench.stmt(CONNECTION_ID, [])).await?;
+                txn.query_all_raw(by_hand_statement(bench, table, plan.locks()))
+                    .await?;
+            }
+            None
+        }
+        Variant::ByHandIdFirst => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            txn.query_one_raw(bench.stmt(CONNECTION_ID, [])).await?;
+            txn.query_all_raw(by_hand_statement(bench, table, plan.locks()))
+                .await?;
+            None
+        }
+        Variant::ByHandOneMoreRoundTripHeld => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            txn.query_all_raw(by_hand_statement(bench, table, plan.locks()))
+                .await?;
+            txn.execute_raw(bench.stmt("DO 0", [])).await?;
+            None
+        }
     };
     let granted = Instant::now();
     let balances = match read_by_lock {
@@ -307,6 +368,17 @@ fn by_hand_statement(
     table: &str,
     locks: &[hierlock::PlannedLock],
 ) -> sea_orm::Statement {
+    by_hand_statement_with(bench, table, locks, "")
+}
+
+/// [`by_hand_statement`], each MySQL-family branch's clause followed by
+/// `suffix` (` NOWAIT`: a try).
+fn by_hand_statement_with(
+    bench: &Bench,
+    table: &str,
+    locks: &[hierlock::PlannedLock],
+    suffix: &str,
+) -> sea_orm::Statement {
     let mut values = Vec::new();
     let sql = if bench.dialect.is_mysql_family() {
         let shared = if bench.dialect == Dialect::MySql {
@@ -323,7 +395,7 @@ fn by_hand_statement(
                     LockMode::Shared => shared,
                     LockMode::Exclusive => "FOR UPDATE",
                 };
-                format!("(SELECT bucket FROM {table} WHERE level = ? AND bucket = ? {clause})")
+                format!("(SELECT bucket FROM {table} WHERE level = ? AND bucket = ? {clause}{suffix})")
             })
             .collect();
         branches.join(" UNION ALL ")
