@@ -395,7 +395,9 @@ fn by_hand_statement_with(
                     LockMode::Shared => shared,
                     LockMode::Exclusive => "FOR UPDATE",
                 };
-                format!("(SELECT bucket FROM {table} WHERE level = ? AND bucket = ? {clause}{suffix})")
+                format!(
+                    "(SELECT bucket FROM {table} WHERE level = ? AND bucket = ? {clause}{suffix})"
+                )
             })
             .collect();
         branches.join(" UNION ALL ")

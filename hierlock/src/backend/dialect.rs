@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
-use super::cancel::Fence;
+use super::fence::Fence;
 use super::{mysql, postgres, sqlite};
 
 use crate::config::{TableName, Wait};
@@ -488,7 +488,7 @@ mod tests {
 
     #[test]
     fn a_timed_advisory_statement_bounds_its_waits_and_restores_the_setting() {
-        use crate::backend::cancel::Fence;
+        use crate::backend::fence::Fence;
 
         let keyspace = Keyspace::Advisory { namespace: 7 };
         let plan = LockPlan::new(&[Target::account("u", "a").write()], keyspace).unwrap();

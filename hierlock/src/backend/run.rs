@@ -8,7 +8,8 @@ use std::time::Duration;
 use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement};
 use tokio::time::Instant;
 
-use super::cancel::{CancelOnDrop, Canceller, Fence, Waiter};
+use super::cancel::{CancelOnDrop, Canceller, Waiter};
+use super::fence::Fence;
 use super::classify::{
     Conflict, classify, is_missing_table, is_read_only, lock_memory_full_hint,
 };

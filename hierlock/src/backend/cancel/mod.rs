@@ -32,7 +32,7 @@
 //! held until that transaction ends; on the MySQL family the acquisition
 //! releases the fence after the statement. Where the server refuses
 //! `GET_LOCK` (some MariaDB Galera releases), the fence is a mark in the
-//! statement's text, which the check looks for (see `fence::mysql_kill` for
+//! statement's text, which the check looks for (see `server::mysql_kill` for
 //! what that leaves).
 //!
 //! # What is interrupted
@@ -62,17 +62,17 @@
     allow(dead_code, unreachable_code, unused_imports, unused_variables)
 )]
 
-mod fence;
 mod queue;
+mod server;
 
 use std::sync::Arc;
 
 use sea_orm::{DatabaseConnection, QueryResult, Statement};
 
-pub(crate) use fence::Fence;
 use queue::{Queue, Request, Side};
 
 use crate::backend::dialect::Dialect;
+use crate::backend::fence::Fence;
 
 /// How long each step of a cancellation may take before it is given up:
 /// connecting the side connection, and each batch it sends (a few round

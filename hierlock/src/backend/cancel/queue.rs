@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use sea_orm::{DatabaseConnection, Statement};
 use tokio::sync::oneshot;
 
-use super::{CANCEL_TIMEOUT, End, Fence, Waiter, fence};
+use super::{CANCEL_TIMEOUT, End, Waiter, server};
+use crate::backend::fence::Fence;
 use crate::backend::dialect::Dialect;
 
 /// The most cancellations sent in one round trip.
@@ -252,9 +253,9 @@ impl Side {
     pub(super) fn waiter_statement(&self) -> Statement {
         match *self {
             #[cfg(feature = "mysql")]
-            Side::MySql { .. } => Statement::from_string(sea_orm::DbBackend::MySql, fence::MYSQL_WAITER),
+            Side::MySql { .. } => Statement::from_string(sea_orm::DbBackend::MySql, server::MYSQL_WAITER),
             #[cfg(feature = "postgres")]
-            Side::Postgres(_) => Statement::from_string(sea_orm::DbBackend::Postgres, fence::POSTGRES_WAITER),
+            Side::Postgres(_) => Statement::from_string(sea_orm::DbBackend::Postgres, server::POSTGRES_WAITER),
         }
     }
 
@@ -285,7 +286,7 @@ impl Side {
                 },
                 Connection::MySql(conn),
             ) => {
-                let sql: String = batch.iter().map(|r| fence::mysql_kill(r, *mariadb)).collect();
+                let sql: String = batch.iter().map(|r| server::mysql_kill(r, *mariadb)).collect();
                 match conn.execute(AssertSqlSafe(sql)).await {
                     Ok(_) => Ok(()),
                     // A batch stops at its first failure (a connection that
@@ -297,14 +298,14 @@ impl Side {
                         tracing::debug!(%error, "hierlock: a lock wait ended before its cancellation");
                         let release = async |conn: &mut sea_orm::sqlx::MySqlConnection| {
                             if *locking_fences {
-                                conn.execute(fence::MYSQL_RELEASE_FENCES).await.map(drop)
+                                conn.execute(server::MYSQL_RELEASE_FENCES).await.map(drop)
                             } else {
                                 Ok(())
                             }
                         };
                         release(conn).await?;
                         for request in batch {
-                            let sql = fence::mysql_kill(request, *mariadb);
+                            let sql = server::mysql_kill(request, *mariadb);
                             if let Err(error) = conn.execute(AssertSqlSafe(sql)).await {
                                 tracing::debug!(%error, "hierlock: a lock wait ended before its cancellation");
                                 release(conn).await?;
@@ -320,7 +321,7 @@ impl Side {
                 // Simple queries (no prepared statement), in one transaction,
                 // so that they also run through pgbouncer's transaction
                 // pooling.
-                conn.execute(AssertSqlSafe(fence::postgres_cancel(batch)))
+                conn.execute(AssertSqlSafe(server::postgres_cancel(batch)))
                     .await
                     .map(drop)
             }

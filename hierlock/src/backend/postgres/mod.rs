@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use sea_orm::{DbBackend, Statement, Value};
 
-use super::cancel::Fence;
+use super::fence::Fence;
 use crate::config::Wait;
 use crate::model::plan::{LockMode, PlannedLock};
 
