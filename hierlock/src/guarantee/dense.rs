@@ -269,16 +269,7 @@ where
     E::ActiveModel: ActiveModelBehavior + Send,
     C: RawWrite + ?Sized,
 {
-    let nested = db.nested();
-    Box::pin(async move {
-        nested.level_check::<E>("insert").map_err(carried)?;
-        let model = ActiveModelBehavior::before_save(model, nested, true).await?;
-        let row = ProtectedInsert::<E>::new(model)
-            .run(nested.proof())
-            .await
-            .map_err(carried)?;
-        E::ActiveModel::after_save(row, nested, true).await
-    })
+    save::<E, C>(model, db, Save::Insert)
 }
 
 /// The inherent `update` of a protected dense entity's raw `ActiveModel`,
@@ -291,15 +282,43 @@ where
     E::ActiveModel: ActiveModelBehavior + Send,
     C: RawWrite + ?Sized,
 {
+    save::<E, C>(model, db, Save::Update)
+}
+
+/// Which row a nested save writes.
+#[derive(Clone, Copy)]
+enum Save {
+    Insert,
+    Update,
+}
+
+/// [`insert`] and [`update`]: SeaORM's `save` hooks around the row's write
+/// under the nested save's proof.
+fn save<'a, E, C>(model: E::ActiveModel, db: &'a C, save: Save) -> NestedFuture<'a, E::Model>
+where
+    E: Protect,
+    E::Model: Send,
+    E::ActiveModel: ActiveModelBehavior + Send,
+    C: RawWrite + ?Sized,
+{
     let nested = db.nested();
+    let (verb, insert) = match save {
+        Save::Insert => ("insert", true),
+        Save::Update => ("update", false),
+    };
     Box::pin(async move {
-        nested.level_check::<E>("update").map_err(carried)?;
-        let model = ActiveModelBehavior::before_save(model, nested, false).await?;
-        let row = ProtectedUpdate::<E>::new(model)
-            .returning(nested.proof())
-            .await
-            .map_err(carried)?;
-        E::ActiveModel::after_save(row, nested, false).await
+        nested.level_check::<E>(verb).map_err(carried)?;
+        let model = ActiveModelBehavior::before_save(model, nested, insert).await?;
+        let row = match save {
+            Save::Insert => ProtectedInsert::<E>::new(model).run(nested.proof()).await,
+            Save::Update => {
+                ProtectedUpdate::<E>::new(model)
+                    .returning(nested.proof())
+                    .await
+            }
+        }
+        .map_err(carried)?;
+        E::ActiveModel::after_save(row, nested, insert).await
     })
 }
 
