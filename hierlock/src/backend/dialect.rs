@@ -197,8 +197,9 @@ impl Dialect {
         self,
         plan: &[PlannedLock],
         lease: Option<Duration>,
+        name_waiter: bool,
     ) -> Statement {
-        postgres::advisory_probe(plan, lease)
+        postgres::advisory_probe(plan, lease, name_waiter)
     }
 
     /// SQLite's database-wide write lock.
@@ -464,12 +465,30 @@ mod tests {
     fn an_advisory_probe_stops_at_the_first_key_taken() {
         let keyspace = Keyspace::Advisory { namespace: 7 };
         let plan = LockPlan::new(&[Target::account("u", "a").write()], keyspace).unwrap();
-        let stmt = Dialect::Postgres.advisory_probe_statement(plan.locks(), None);
+        let stmt = Dialect::Postgres.advisory_probe_statement(plan.locks(), None, false);
         assert_eq!(
             stmt.sql,
             "SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN \
              CASE WHEN pg_try_advisory_xact_lock($2) THEN 1 ELSE 0 END ELSE 0 END AS granted, \
              pg_is_in_recovery() AS hierlock_standby"
+        );
+        // Naming the waiter keeps the attempt whole, evaluated once, and
+        // assigns a transaction id only when a key was taken.
+        let named = Dialect::Postgres.advisory_probe_statement(plan.locks(), None, true);
+        assert!(
+            named.sql.starts_with(&format!("WITH hierlock_probe AS MATERIALIZED ({}) ", stmt.sql)),
+            "{}",
+            named.sql
+        );
+        assert!(
+            named.sql.ends_with(
+                "SELECT hierlock_probe.*, pg_backend_pid()::int8 AS id, \
+                 CASE WHEN hierlock_probe.granted = 1 THEN -1 ELSE \
+                 CASE WHEN pg_is_in_recovery() THEN -1 ELSE pg_current_xact_id()::text::int8 END \
+                 END AS xact FROM hierlock_probe"
+            ),
+            "{}",
+            named.sql
         );
     }
 

@@ -2,7 +2,7 @@
 //! ([`dialect`], with the statements of [`mysql`], [`postgres`] and
 //! [`sqlite`]), what its error codes mean ([`classify`]), how a waiting
 //! statement is interrupted ([`cancel`], with the [`fence`] each such
-//! statement takes; on SQLite, in its busy handler) and
+//! statement takes and the [`waiter`] that names it; on SQLite, in its busy handler) and
 //! where its locks would not exclude ([`topology`]).
 
 pub(crate) mod bucket_rows;
@@ -15,3 +15,4 @@ pub(crate) mod postgres;
 pub(crate) mod run;
 pub(crate) mod sqlite;
 pub(crate) mod topology;
+pub(crate) mod waiter;

@@ -8,8 +8,9 @@ use std::time::Duration;
 use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement};
 use tokio::time::Instant;
 
-use super::cancel::{CancelOnDrop, Canceller, Waiter};
+use super::cancel::{CancelOnDrop, Canceller};
 use super::fence::Fence;
+use super::waiter::Waiter;
 use super::classify::{
     Conflict, classify, is_missing_table, is_read_only, lock_memory_full_hint,
 };
@@ -251,15 +252,26 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
             return Ok(());
         };
         canceller.warm();
-        let doing = || format!("acquiring {}", self.what());
         let row = self
             .conn
             .query_one_raw(stmt)
             .await
-            .map_err(|e| Error::database(doing(), e))?;
+            .map_err(|e| Error::database(format!("acquiring {}", self.what()), e))?;
+        self.named(canceller, row.as_ref())
+    }
+
+    /// [`prepare_cancel`](Self::prepare_cancel) with the names read by a
+    /// statement already sent (a row with the columns of
+    /// [`waiter`](super::waiter)): no round trip of its own.
+    pub(crate) fn named(&mut self, canceller: &Canceller, row: Option<&QueryResult>) -> Result<()> {
+        if self.wait == Wait::NoWait || !canceller.can_cancel() {
+            return Ok(());
+        }
+        canceller.warm();
         // The statement returns one row; without it there is nothing to name.
         let Some(row) = row else { return Ok(()) };
-        let waiter = Canceller::waiter(&row).map_err(|e| Error::database(doing(), e))?;
+        let waiter = Waiter::from_row(row)
+            .map_err(|e| Error::database(format!("acquiring {}", self.what()), e))?;
         self.cancel = Some((canceller.clone(), waiter));
         Ok(())
     }

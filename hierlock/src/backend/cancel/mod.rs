@@ -67,12 +67,13 @@ mod server;
 
 use std::sync::Arc;
 
-use sea_orm::{DatabaseConnection, QueryResult, Statement};
+use sea_orm::{DatabaseConnection, Statement};
 
 use queue::{Queue, Request, Side};
 
 use crate::backend::dialect::Dialect;
 use crate::backend::fence::Fence;
+use crate::backend::waiter::Waiter;
 
 /// How long each step of a cancellation may take before it is given up:
 /// connecting the side connection, and each batch it sends (a few round
@@ -80,19 +81,6 @@ use crate::backend::fence::Fence;
 /// opened again for the next batch; the statement then ends with the
 /// server's own timeout, or with the lease.
 pub(crate) const CANCEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The connection an acquisition waits on, as the server names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Waiter {
-    /// The server's id of the connection (MySQL family) or backend
-    /// (PostgreSQL).
-    connection: i64,
-    /// PostgreSQL: the id of the acquisition's transaction
-    /// (`pg_current_xact_id()`, shown as `pg_stat_activity.backend_xid`;
-    /// -1 on a hot standby, which assigns none). Unused on the MySQL family,
-    /// where the fence's name tells the statement.
-    transaction: i64,
-}
 
 /// What a cancellation ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,19 +126,17 @@ impl Canceller {
         }
     }
 
+    /// Whether a statement can be cancelled here (a server that can be
+    /// asked, from a side connection).
+    pub(crate) fn can_cancel(&self) -> bool {
+        self.queue.is_some()
+    }
+
     /// The statement that reads what a [`Waiter`] needs from the server, run
     /// in the acquisition's transaction before it may wait: the connection's
     /// id, and on PostgreSQL the transaction's id (assigned if it has none).
     pub(crate) fn waiter_statement(&self) -> Option<Statement> {
         Some(self.queue.as_ref()?.side().waiter_statement())
-    }
-
-    /// The [`Waiter`] of [`waiter_statement`](Self::waiter_statement)'s row.
-    pub(crate) fn waiter(row: &QueryResult) -> Result<Waiter, sea_orm::DbErr> {
-        Ok(Waiter {
-            connection: row.try_get("", "id")?,
-            transaction: row.try_get("", "xact")?,
-        })
     }
 
     /// End the statement fenced by `fence` (or its session), if it still

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use sea_orm::{DatabaseConnection, Statement};
 use tokio::sync::oneshot;
 
-use super::{CANCEL_TIMEOUT, End, Waiter, server};
+use super::{CANCEL_TIMEOUT, End, server};
+use crate::backend::waiter::{self, Waiter};
 use crate::backend::fence::Fence;
 use crate::backend::dialect::Dialect;
 
@@ -253,9 +254,12 @@ impl Side {
     pub(super) fn waiter_statement(&self) -> Statement {
         match *self {
             #[cfg(feature = "mysql")]
-            Side::MySql { .. } => Statement::from_string(sea_orm::DbBackend::MySql, server::MYSQL_WAITER),
+            Side::MySql { .. } => Statement::from_string(sea_orm::DbBackend::MySql, waiter::MYSQL),
             #[cfg(feature = "postgres")]
-            Side::Postgres(_) => Statement::from_string(sea_orm::DbBackend::Postgres, server::POSTGRES_WAITER),
+            Side::Postgres(_) => Statement::from_string(
+                sea_orm::DbBackend::Postgres,
+                format!("SELECT {}", waiter::postgres_columns(None)),
+            ),
         }
     }
 

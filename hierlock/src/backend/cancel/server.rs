@@ -1,22 +1,8 @@
 //! The server-side steps of a cancellation: name the waiting statement's
 //! connection, take its fence, check, interrupt, let the fence go.
 
-use super::{End, Request, Waiter};
-
-/// What names a waiting statement's connection on the MySQL family (see
-/// [`Canceller::waiter_statement`](super::Canceller::waiter_statement)).
-#[cfg(feature = "mysql")]
-pub(super) const MYSQL_WAITER: &str =
-    "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id, CAST(0 AS SIGNED) AS xact";
-
-/// What names a waiting statement's backend and transaction on PostgreSQL
-/// (see [`postgres_cancel`]). The transaction gets its id now if it has
-/// none; a hot standby assigns none (-1: the lock statement then reports
-/// the standby).
-#[cfg(feature = "postgres")]
-pub(super) const POSTGRES_WAITER: &str = "SELECT pg_backend_pid()::int8 AS id, \
-     CASE WHEN pg_is_in_recovery() THEN -1 \
-     ELSE pg_current_xact_id()::text::int8 END AS xact";
+use super::{End, Request};
+use crate::backend::waiter::Waiter;
 
 /// Lets go of every fence the side connection holds (it holds nothing else).
 #[cfg(feature = "mysql")]
@@ -169,7 +155,8 @@ mod tests {
         // The acquisition's transaction, named as hierlock names it, with
         // its fence taken (its lock statement succeeded).
         waiting.execute("BEGIN").await.expect("begin");
-        let row = waiting.fetch_one(POSTGRES_WAITER).await.expect("waiter");
+        let named = format!("SELECT {}", crate::backend::waiter::postgres_columns(None));
+        let row = waiting.fetch_one(AssertSqlSafe(named)).await.expect("waiter");
         let waiter = Waiter {
             connection: row.get("id"),
             transaction: row.get("xact"),

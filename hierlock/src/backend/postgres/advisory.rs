@@ -16,8 +16,9 @@ use crate::model::plan::LockPlan;
 const MAX_PROBED_KEYS: usize = 64;
 
 /// Advisory locks: try the plan key by key without waiting (one
-/// statement, stopping at the first key taken); if a key is taken, read
-/// the connection id (for cancellation) and take the plan, waiting
+/// statement, stopping at the first key taken, whose row also names the
+/// backend and transaction for a cancellation); if a key is taken, take
+/// the plan, waiting
 /// (PostgreSQL's advisory locks are reentrant: the prefix the attempt
 /// took is taken again, and released with the transaction).
 pub(crate) async fn take_probing(
@@ -26,7 +27,10 @@ pub(crate) async fn take_probing(
     canceller: &Canceller,
 ) -> Result<()> {
     if run.wait != Wait::NoWait && plan.locks().len() <= MAX_PROBED_KEYS {
-        let stmt = run.dialect.advisory_probe_statement(plan.locks(), run.lease);
+        let name_waiter = canceller.can_cancel();
+        let stmt = run
+            .dialect
+            .advisory_probe_statement(plan.locks(), run.lease, name_waiter);
         let rows = run.query(stmt, plan.locks().len() > 1, None).await?;
         if on_standby(&rows) {
             return Err(run.on_standby().await);
@@ -39,8 +43,11 @@ pub(crate) async fn take_probing(
             return Ok(());
         }
         run.holds_prefix = plan.locks().len() > 1;
+        // The attempt's row named the waiter: no round trip of its own.
+        run.named(canceller, rows.first())?;
+    } else {
+        run.prepare_cancel(canceller).await?;
     }
-    run.prepare_cancel(canceller).await?;
     take(run, plan).await
 }
 

@@ -253,7 +253,13 @@ fn fence_values(fence: Option<Fence>) -> impl Iterator<Item = Value> {
 /// order; `AND` is not guaranteed to be), so that a failed attempt holds a
 /// prefix of the plan, never a key past a gap. Returns one column,
 /// `granted`: 1 if every key was taken.
-pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>) -> Statement {
+///
+/// With `name_waiter`, the row also names the backend and, if a key was
+/// taken, the transaction (the columns of [`waiter`](crate::backend::waiter)),
+/// so that the statement that then waits needs no round trip before it to
+/// be cancellable. The attempt is then a `MATERIALIZED` CTE: its try-locks
+/// run once, before the columns that read `granted`.
+pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>, name_waiter: bool) -> Statement {
     let mut sql = String::from("SELECT ");
     for (i, lock) in plan.iter().enumerate() {
         write!(
@@ -271,6 +277,12 @@ pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>) -> S
     sql.push_str(" AS granted");
     sql.push_str(STANDBY_COLUMN);
     sql.push_str(&lease_column(lease));
+    if name_waiter {
+        let waiter = crate::backend::waiter::postgres_columns(Some("hierlock_probe.granted = 1"));
+        sql = format!(
+            "WITH hierlock_probe AS MATERIALIZED ({sql}) SELECT hierlock_probe.*, {waiter} FROM hierlock_probe"
+        );
+    }
     let values = plan.iter().map(|lock| Value::from(lock.key.slot));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
