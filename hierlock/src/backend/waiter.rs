@@ -36,7 +36,6 @@ pub(crate) const MYSQL: &str =
 
 /// PostgreSQL: the id of the transaction, assigned now if it has none. A hot
 /// standby assigns none (-1: the lock statement then reports the standby).
-#[cfg(feature = "postgres")]
 pub(crate) const POSTGRES_TRANSACTION: &str =
     "CASE WHEN pg_is_in_recovery() THEN -1 ELSE pg_current_xact_id()::text::int8 END";
 
@@ -45,7 +44,6 @@ pub(crate) const POSTGRES_TRANSACTION: &str =
 /// statement's columns. With `unless`, a condition on that statement's
 /// columns under which nothing will wait, the transaction gets no id then
 /// (`xact` is -1).
-#[cfg(feature = "postgres")]
 pub(crate) fn postgres_columns(unless: Option<&str>) -> String {
     let transaction = match unless {
         None => POSTGRES_TRANSACTION.to_owned(),
