@@ -7,9 +7,9 @@ use sea_orm::{DatabaseConnection, Statement};
 use tokio::sync::oneshot;
 
 use super::{CANCEL_TIMEOUT, End, server};
-use crate::backend::waiter::{self, Waiter};
-use crate::backend::fence::Fence;
 use crate::backend::dialect::Dialect;
+use crate::backend::fence::Fence;
+use crate::backend::waiter::{self, Waiter};
 
 /// The most cancellations sent in one round trip.
 const MAX_BATCH: usize = 64;
