@@ -251,7 +251,6 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         let Some(stmt) = canceller.waiter_statement() else {
             return Ok(());
         };
-        canceller.warm();
         let row = self
             .conn
             .query_one_raw(stmt)
@@ -267,6 +266,7 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         if self.wait == Wait::NoWait || !canceller.can_cancel() {
             return Ok(());
         }
+        // The side connection opens while the statement that waits is sent.
         canceller.warm();
         // The statement returns one row; without it there is nothing to name.
         let Some(row) = row else { return Ok(()) };
