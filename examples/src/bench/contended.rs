@@ -21,6 +21,10 @@
 //!   cancellation fence;
 //! - by hand, the id first (MySQL family): the connection's id read, then
 //!   the statement that waits, with no try: what that round trip costs;
+//! - by hand, the lock and the read in one statement (MySQL family): the
+//!   statement's ancestor branches as they are, and each target's branch
+//!   joined to its data row, locked and read there (`FOR UPDATE` of both):
+//!   what a lock that is also the read costs;
 //! - by hand, one more round trip held (MySQL family): the statement, then
 //!   `DO 0` before the reads: what the fence's release costs, sent while
 //!   the rows are held.
@@ -58,10 +62,11 @@ enum Variant {
     ByHandTriedFirst,
     ByHandIdFirst,
     ByHandOneMoreRoundTripHeld,
+    ByHandLockAndRead,
 }
 
 /// The baseline first.
-const VARIANTS: [Variant; 7] = [
+const VARIANTS: [Variant; 8] = [
     Variant::ForUpdate,
     Variant::Hierlock,
     Variant::ByHand,
@@ -69,6 +74,7 @@ const VARIANTS: [Variant; 7] = [
     Variant::ByHandTriedFirst,
     Variant::ByHandIdFirst,
     Variant::ByHandOneMoreRoundTripHeld,
+    Variant::ByHandLockAndRead,
 ];
 
 impl Variant {
@@ -81,6 +87,7 @@ impl Variant {
             Variant::ByHandTriedFirst => "by hand, NOWAIT first + id; SELECT",
             Variant::ByHandIdFirst => "by hand, id first; SELECT",
             Variant::ByHandOneMoreRoundTripHeld => "by hand + DO 0 held; SELECT",
+            Variant::ByHandLockAndRead => "by hand, the lock is the read",
         }
     }
 
@@ -96,6 +103,7 @@ impl Variant {
             Variant::ByHandTriedFirst
                 | Variant::ByHandIdFirst
                 | Variant::ByHandOneMoreRoundTripHeld
+                | Variant::ByHandLockAndRead
         )
     }
 }
@@ -315,6 +323,19 @@ async fn transaction(
                 .await?;
             None
         }
+        Variant::ByHandLockAndRead => {
+            let found = txn
+                .query_all_raw(lock_and_read_statement(bench, locker, table, rows)?)
+                .await?;
+            let mut read = Vec::with_capacity(sorted.len());
+            for row in found {
+                if let Some(id) = row.try_get_by_index::<Option<i64>>(0)? {
+                    read.push((id, row.try_get_by_index::<i64>(1)?));
+                }
+            }
+            read.sort_unstable();
+            Some(read.into_iter().map(|(_, balance)| balance).collect())
+        }
         Variant::ByHandOneMoreRoundTripHeld => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;
             txn.query_all_raw(by_hand_statement(bench, table, plan.locks()))
@@ -338,6 +359,62 @@ async fn transaction(
     }
     txn.commit().await?;
     Ok((granted - asked, granted.elapsed()))
+}
+
+/// The plan of `rows`' Resource write locks in one MySQL-family statement
+/// that also reads the rows: the plan's branches in its order, each shared
+/// one as [`by_hand_statement`] writes it (its columns `NULL`), each
+/// exclusive one joined to the data rows under that bucket, which its
+/// `FOR UPDATE` locks and reads (`STRAIGHT_JOIN`: the bucket row first).
+fn lock_and_read_statement(
+    bench: &Bench,
+    locker: &Locker,
+    table: &str,
+    rows: &[i64],
+) -> Result<sea_orm::Statement, hierlock::Error> {
+    let target = |row: i64| Target::resource(row / 100, row / 10, row).write();
+    let plan = locker.plan(&rows.iter().map(|&row| target(row)).collect::<Vec<_>>())?;
+    // Each row's own key: the exclusive lock of its one-target plan.
+    let mut keyed = Vec::with_capacity(rows.len());
+    for &row in rows {
+        let own = locker.plan(&[target(row)])?;
+        let key = own
+            .locks()
+            .iter()
+            .find(|lock| lock.mode == LockMode::Exclusive)
+            .map(|lock| lock.key);
+        keyed.push((key, row));
+    }
+    let shared = if bench.dialect == Dialect::MySql {
+        "FOR SHARE"
+    } else {
+        "LOCK IN SHARE MODE"
+    };
+    let mut values = Vec::new();
+    let mut branches = Vec::new();
+    for lock in plan.locks() {
+        match lock.mode {
+            LockMode::Shared => {
+                values.push(Value::from(i64::from(lock.key.table_level())));
+                values.push(Value::from(lock.key.slot));
+                branches.push(format!(
+                    "(SELECT NULL AS id, NULL AS balance FROM {table} WHERE level = ? AND bucket = ? {shared})"
+                ));
+            }
+            LockMode::Exclusive => {
+                for &(_, row) in keyed.iter().filter(|(key, _)| *key == Some(lock.key)) {
+                    values.push(Value::from(i64::from(lock.key.table_level())));
+                    values.push(Value::from(lock.key.slot));
+                    values.push(Value::from(row));
+                    branches.push(format!(
+                        "(SELECT r.id, r.balance FROM {table} AS b STRAIGHT_JOIN {ROWS_TABLE} AS r \
+                         WHERE b.level = ? AND b.bucket = ? AND r.id = ? FOR UPDATE)"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(bench.stmt(&branches.join(" UNION ALL "), values))
 }
 
 /// `SELECT balance` of each row, one statement each, with `clause`.
