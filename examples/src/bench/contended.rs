@@ -21,10 +21,11 @@
 //!   cancellation fence;
 //! - by hand, the id first (MySQL family): the connection's id read, then
 //!   the statement that waits, with no try: what that round trip costs;
-//! - by hand, the lock and the read in one statement (MySQL family): the
-//!   statement's ancestor branches as they are, and each target's branch
-//!   joined to its data row, locked and read there (`FOR UPDATE` of both):
-//!   what a lock that is also the read costs;
+//! - by hand, the lock and the read in one statement: on the MySQL family
+//!   the statement's ancestor branches as they are, and each target's
+//!   branch joined to its data row, locked and read there (`FOR UPDATE` of
+//!   both); on PostgreSQL's advisory locks the plan's calls in a CTE, then
+//!   the rows read `FOR UPDATE`: what a lock that is also the read costs;
 //! - by hand, one more round trip held (MySQL family): the statement, then
 //!   `DO 0` before the reads: what the fence's release costs, sent while
 //!   the rows are held.
@@ -103,7 +104,6 @@ impl Variant {
             Variant::ByHandTriedFirst
                 | Variant::ByHandIdFirst
                 | Variant::ByHandOneMoreRoundTripHeld
-                | Variant::ByHandLockAndRead
         )
     }
 }
@@ -374,6 +374,29 @@ fn lock_and_read_statement(
 ) -> Result<sea_orm::Statement, hierlock::Error> {
     let target = |row: i64| Target::resource(row / 100, row / 10, row).write();
     let plan = locker.plan(&rows.iter().map(|&row| target(row)).collect::<Vec<_>>())?;
+    if !bench.dialect.is_mysql_family() {
+        // The advisory calls first (a CTE is evaluated once, before the
+        // rows it is joined to are locked), then the rows, locked for the
+        // newest version a wait may have let another transaction write.
+        let calls = by_hand_statement(bench, table, plan.locks());
+        let mut values = calls.values.map(|v| v.0).unwrap_or_default();
+        let mut sorted = rows.to_vec();
+        sorted.sort_unstable();
+        let first = values.len() + 1;
+        let ids: Vec<String> = (first..first + sorted.len()).map(|n| format!("${n}")).collect();
+        values.extend(sorted.into_iter().map(Value::from));
+        let sql = format!(
+            "WITH hierlock_locks AS MATERIALIZED ({}) SELECT r.id, r.balance \
+             FROM hierlock_locks, {ROWS_TABLE} AS r WHERE r.id IN ({}) ORDER BY r.id FOR UPDATE OF r",
+            calls.sql,
+            ids.join(", ")
+        );
+        return Ok(sea_orm::Statement::from_sql_and_values(
+            bench.dialect.backend(),
+            sql,
+            values,
+        ));
+    }
     // Each row's own key: the exclusive lock of its one-target plan.
     let mut keyed = Vec::with_capacity(rows.len());
     for &row in rows {
