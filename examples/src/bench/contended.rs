@@ -383,7 +383,9 @@ fn lock_and_read_statement(
         let mut sorted = rows.to_vec();
         sorted.sort_unstable();
         let first = values.len() + 1;
-        let ids: Vec<String> = (first..first + sorted.len()).map(|n| format!("${n}")).collect();
+        let ids: Vec<String> = (first..first + sorted.len())
+            .map(|n| format!("${n}"))
+            .collect();
         values.extend(sorted.into_iter().map(Value::from));
         let sql = format!(
             "WITH hierlock_locks AS MATERIALIZED ({}) SELECT r.id, r.balance \
