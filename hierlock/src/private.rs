@@ -3,7 +3,7 @@
 //! Not a stable API: these items may change in any release. Use the
 //! attributes, or the documented API ([`Locker`], [`Locked`], [`Protect`](crate::Protect)).
 
-use sea_orm::DatabaseTransaction;
+use sea_orm::{DatabaseTransaction, EntityTrait, Select};
 
 use crate::runtime::acquire::Locker;
 use crate::config::Wait;
@@ -43,6 +43,20 @@ pub async fn acquire<'t, L: LevelMarker, A: AccessMarker>(
     within: Option<Within<'_>>,
 ) -> Result<Locked<'t, L, A>> {
     Locked::acquire(locker, txn, requests, wait, within.and_then(|w| w.0)).await
+}
+
+/// [`acquire`], then `rows` read once the locks are held
+/// (`#[hierlocked(.., rows = <select>)]`; see [`Locker::acquire_reading`]).
+pub async fn acquire_reading<'t, L: LevelMarker, A: AccessMarker, E: EntityTrait>(
+    locker: &Locker,
+    txn: &'t DatabaseTransaction,
+    requests: Vec<Request>,
+    wait: Option<Wait>,
+    within: Option<Within<'_>>,
+    rows: Select<E>,
+) -> Result<(Locked<'t, L, A>, Vec<E::Model>)> {
+    let within = within.and_then(|w| w.0);
+    Locked::acquire_reading(locker, txn, requests, wait, within, rows).await
 }
 
 /// `Target::user(..)` etc. with the access of the proof.

@@ -9,6 +9,9 @@
 //!   the lock is the read (baseline: what a SeaORM user writes instead);
 //! - hierlock: one `acquire` of the rows' Resource write locks, then one
 //!   `SELECT balance` per row;
+//! - hierlock, reading: `acquire_reading` of the same locks and the rows
+//!   (one `SELECT` of them, which on the MySQL family is the last part of
+//!   the lock statement);
 //! - by hand: the statement of hierlock's plan (the same keys, modes and
 //!   order) sent as plain SQL that waits, with no first try and no
 //!   cancellation fence, then the same reads: what the lock itself costs;
@@ -43,7 +46,10 @@ use std::time::{Duration, Instant};
 
 use hierlock::{Dialect, LockMode, Locker, PostgresLocks, Target};
 use hierlock_migration::Provision;
-use sea_orm::{ConnectionTrait, DatabaseTransaction, TransactionTrait, Value};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseTransaction, EntityTrait, QueryFilter, TransactionTrait,
+    Value,
+};
 use tokio::task::JoinSet;
 
 use super::counters;
@@ -54,10 +60,29 @@ use super::zipf::{EXPONENT, WORKERS, draw_rows};
 use super::{Bench, BoxError, ROWS, ROWS_TABLE};
 use crate::bank::Rng;
 
+/// The rows table as a SeaORM entity, for `acquire_reading`.
+mod bench_row {
+    use hierlock::sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "hlbench_rows")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: i64,
+        pub balance: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Variant {
     ForUpdate,
     Hierlock,
+    HierlockReading,
     ByHand,
     ByHandTargetsOnly,
     ByHandTriedFirst,
@@ -67,9 +92,10 @@ enum Variant {
 }
 
 /// The baseline first.
-const VARIANTS: [Variant; 8] = [
+const VARIANTS: [Variant; 9] = [
     Variant::ForUpdate,
     Variant::Hierlock,
+    Variant::HierlockReading,
     Variant::ByHand,
     Variant::ByHandTargetsOnly,
     Variant::ByHandTriedFirst,
@@ -83,6 +109,7 @@ impl Variant {
         match self {
             Variant::ForUpdate => "FOR UPDATE per row (reads it)",
             Variant::Hierlock => "hierlock: acquire; SELECT per row",
+            Variant::HierlockReading => "hierlock: acquire_reading",
             Variant::ByHand => "hierlock's statement by hand; SELECT",
             Variant::ByHandTargetsOnly => "by hand, no shared ancestors; SELECT",
             Variant::ByHandTriedFirst => "by hand, NOWAIT first + id; SELECT",
@@ -94,7 +121,10 @@ impl Variant {
 
     /// Sent by hand as one statement for the whole plan.
     fn by_hand(self) -> bool {
-        !matches!(self, Variant::ForUpdate | Variant::Hierlock)
+        !matches!(
+            self,
+            Variant::ForUpdate | Variant::Hierlock | Variant::HierlockReading
+        )
     }
 
     /// Splits of the MySQL family's waiting path.
@@ -287,6 +317,14 @@ async fn transaction(
         Variant::Hierlock => {
             locker.acquire(&txn, targets()).await?;
             None
+        }
+        Variant::HierlockReading => {
+            let select =
+                bench_row::Entity::find().filter(bench_row::Column::Id.is_in(sorted.clone()));
+            let (_, found) = locker.acquire_reading(&txn, targets(), select).await?;
+            let mut read: Vec<(i64, i64)> = found.iter().map(|r| (r.id, r.balance)).collect();
+            read.sort_unstable();
+            Some(read.into_iter().map(|(_, balance)| balance).collect())
         }
         Variant::ByHand => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;

@@ -16,6 +16,7 @@ pub(super) const HIERLOCKED_KEYS: &[&str] = &[
     "resources",
     "read",
     "read_subtree",
+    "rows",
     "nowait",
     "timeout",
     "txn",
@@ -34,6 +35,7 @@ pub(super) struct HierlockedArgs {
     pub(super) resources: Slot<Expr>,
     pub(super) read: Slot<bool>,
     pub(super) read_subtree: Slot<bool>,
+    pub(super) rows: Slot<Expr>,
     pub(super) nowait: Slot<bool>,
     pub(super) timeout: Slot<Expr>,
     pub(super) txn: Slot<Ident>,
@@ -63,6 +65,8 @@ impl Parse for HierlockedArgs {
                 args.read.set(&key, flag(input)?, ctxt);
             } else if key == "read_subtree" {
                 args.read_subtree.set(&key, flag(input)?, ctxt);
+            } else if key == "rows" {
+                args.rows.set(&key, value(input)?, ctxt);
             } else if key == "nowait" {
                 args.nowait.set(&key, flag(input)?, ctxt);
             } else if key == "timeout" {

@@ -23,6 +23,7 @@ impl Plan {
             txn,
             proof,
             within,
+            rows,
         } = self;
         let ItemFn {
             attrs,
@@ -55,21 +56,42 @@ impl Plan {
         } else {
             quote_spanned!(name.span()=> #krate::__private::txn(&#name))
         };
-        let prologue = quote! {
-            #[allow(unused_variables)]
-            let #proof: #krate::Locked<'_, #krate::proof::#level, #access> =
-                match #krate::__private::acquire::<#krate::proof::#level, #access>(
-                    #locker,
-                    #txn_ref,
-                    #requests,
-                    #wait,
-                    #within,
-                )
-                .await
-                {
-                    ::core::result::Result::Ok(#proved) => #proved,
-                    ::core::result::Result::Err(#error) => return #fail,
-                };
+        let prologue = match rows {
+            None => quote! {
+                #[allow(unused_variables)]
+                let #proof: #krate::Locked<'_, #krate::proof::#level, #access> =
+                    match #krate::__private::acquire::<#krate::proof::#level, #access>(
+                        #locker,
+                        #txn_ref,
+                        #requests,
+                        #wait,
+                        #within,
+                    )
+                    .await
+                    {
+                        ::core::result::Result::Ok(#proved) => #proved,
+                        ::core::result::Result::Err(#error) => return #fail,
+                    };
+            },
+            // The rows, read once the locks are held (on the MySQL family in
+            // the lock statement itself).
+            Some((rows, select)) => quote! {
+                #[allow(unused_variables)]
+                let (#proof, #rows): (#krate::Locked<'_, #krate::proof::#level, #access>, _) =
+                    match #krate::__private::acquire_reading::<#krate::proof::#level, #access, _>(
+                        #locker,
+                        #txn_ref,
+                        #requests,
+                        #wait,
+                        #within,
+                        #select,
+                    )
+                    .await
+                    {
+                        ::core::result::Result::Ok(#proved) => #proved,
+                        ::core::result::Result::Err(#error) => return #fail,
+                    };
+            },
         };
         if async_trait {
             // async-trait has bound `self` to `__self` in the async block.

@@ -25,6 +25,9 @@ pub(super) struct Plan {
     pub(super) txn: Transaction,
     pub(super) proof: Ident,
     pub(super) within: TokenStream,
+    /// `rows = <select>`: the rows read with the locks, and the name they
+    /// are bound to in the body (the key, as the user wrote it).
+    pub(super) rows: Option<(Ident, TokenStream)>,
 }
 
 impl Plan {
@@ -36,6 +39,7 @@ impl Plan {
             resources,
             read,
             read_subtree,
+            rows,
             nowait,
             timeout,
             txn,
@@ -87,6 +91,10 @@ impl Plan {
             ),
             None => quote!(::core::option::Option::None),
         };
+        let rows = rows.get().zip(rows.key()).map(|(select, key)| {
+            let select = quote_spanned!(select.span()=> #select);
+            (Ident::new("rows", key), select)
+        });
         let locker = locker_of(sig, locker.get(), &krate, &mut ctxt);
         let txn = find_transaction(sig, txn.get(), &mut ctxt);
         let proof = proof
@@ -108,6 +116,7 @@ impl Plan {
             txn,
             proof,
             within,
+            rows,
         })
     }
 }

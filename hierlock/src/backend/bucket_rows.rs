@@ -44,19 +44,29 @@ pub(crate) async fn take(
     table: &TableName,
 ) -> Result<()> {
     let statements = run.dialect.split_bucket_plan(plan.locks());
+    let last = statements.len().saturating_sub(1);
     for (i, locks) in statements.into_iter().enumerate() {
+        // The read rides on the last statement, once every lock is held.
+        let read = run.read.as_ref().filter(|_| i == last);
+        let reads = read.is_some();
         let partial = run.holds_prefix || i > 0;
         let wait = run.statement_wait(partial)?;
         let fence = run.fence();
         let stmt = run
             .dialect
-            .bucket_lock_statement(table, locks, wait, run.lease, fence);
-        // Earlier statements, or earlier rows of this one, may hold locks.
-        let partial = partial || locks.len() > 1;
+            .bucket_lock_statement(table, locks, wait, run.lease, fence, read);
+        // Earlier statements, or earlier rows of this one, may hold locks
+        // (a statement that also reads holds them when its read fails).
+        let partial = partial || locks.len() > 1 || reads;
         // PostgreSQL's timed statement bounds its own waits.
         let server_bound = run.dialect == super::dialect::Dialect::Postgres
             && super::postgres::server_bound(wait).is_some();
-        let rows = run.query_bounded(stmt, partial, fence, server_bound).await?;
+        let mut rows = run.query_bounded(stmt, partial, fence, server_bound).await?;
+        if reads {
+            let (locked, read) = super::row_read::split(rows);
+            rows = locked;
+            run.read_rows = read;
+        }
         if run.dialect.is_mysql_family() && super::mysql::on_read_only(&rows) {
             return Err(run.on_read_only_server().await);
         }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
 use super::fence::Fence;
+use super::row_read::{self, RowRead};
 use super::{mysql, postgres, sqlite};
 
 use crate::config::{TableName, Wait};
@@ -150,7 +151,9 @@ impl Dialect {
     /// With a `lease`, PostgreSQL's statement also sets it for the
     /// transaction (see [`Config::with_lease`](crate::Config::with_lease));
     /// the MySQL family's lease is the pool's. With a `fence`, the
-    /// statement takes it after its locks (see `cancel`).
+    /// statement takes it after its locks (see `cancel`). With a `read`
+    /// (MySQL family), the statement reads after its locks (see `row_read`;
+    /// PostgreSQL's never reads: see [`Dialect::reads_in_lock_statement`]).
     pub(crate) fn bucket_lock_statement(
         self,
         table: &TableName,
@@ -158,6 +161,7 @@ impl Dialect {
         wait: Wait,
         lease: Option<Duration>,
         fence: Option<Fence>,
+        read: Option<&RowRead>,
     ) -> Statement {
         let table = self.quote(table.as_str());
         let flavor = match self {
@@ -165,15 +169,28 @@ impl Dialect {
             Dialect::MariaDb => mysql::Flavor::MariaDb,
             _ => mysql::Flavor::MySql,
         };
-        let stmt = if part.len() <= self.max_rows_per_statement() {
-            mysql::point_lookups(flavor, &table, part, wait)
+        let read_columns = read.map(RowRead::lock_branch_columns).unwrap_or_default();
+        let mut stmt = if part.len() <= self.max_rows_per_statement() {
+            mysql::point_lookups(flavor, &table, part, wait, &read_columns)
         } else {
-            mysql::run_lists(flavor, &table, part, wait)
+            mysql::run_lists(flavor, &table, part, wait, &read_columns)
         };
+        if let Some(read) = read {
+            stmt = read.append_to(stmt);
+        }
+        let columns = row_read::LOCK_COLUMNS + read.map_or(0, RowRead::width);
         match fence {
-            Some(fence) => mysql::fenced(stmt, fence),
+            Some(fence) => mysql::fenced(stmt, fence, columns),
             None => stmt,
         }
+    }
+
+    /// Whether a read can ride on this server's lock statement (see
+    /// `row_read`): on the MySQL family, whose plain reads take their
+    /// snapshot when they run, after the statement's waits. PostgreSQL's
+    /// statement reads as of its start, before any wait.
+    pub(crate) fn reads_in_lock_statement(self) -> bool {
+        self.is_mysql_family()
     }
 
     /// PostgreSQL's advisory locks for a whole plan in one statement, taken
@@ -293,7 +310,7 @@ mod tests {
         let plan = resource_plan();
         let run = plan.runs().nth(run).unwrap();
         dialect
-            .bucket_lock_statement(&TableName::default(), run, wait, None, None)
+            .bucket_lock_statement(&TableName::default(), run, wait, None, None, None)
             .sql
     }
 
@@ -302,7 +319,7 @@ mod tests {
         let plan = resource_plan();
         let table = TableName::default();
         let mysql = Dialect::MySql
-            .bucket_lock_statement(&table, plan.locks(), Wait::Block, None, None)
+            .bucket_lock_statement(&table, plan.locks(), Wait::Block, None, None, None)
             .sql;
         let branch = |clause: &str| {
             format!(
@@ -321,7 +338,7 @@ mod tests {
             .join(" UNION ALL ")
         );
         let mariadb = Dialect::MariaDb
-            .bucket_lock_statement(&table, plan.locks(), Wait::NoWait, None, None)
+            .bucket_lock_statement(&table, plan.locks(), Wait::NoWait, None, None, None)
             .sql;
         assert_eq!(
             mariadb.matches("LOCK IN SHARE MODE NOWAIT)").count(),
@@ -392,7 +409,7 @@ mod tests {
         let parts = Dialect::MariaDb.split_bucket_plan(plan.locks());
         assert_eq!(parts.len(), 1);
         let stmt =
-            Dialect::MySql.bucket_lock_statement(&TableName::default(), parts[0], Wait::NoWait, None, None);
+            Dialect::MySql.bucket_lock_statement(&TableName::default(), parts[0], Wait::NoWait, None, None, None);
         assert_eq!(stmt.sql.matches("JSON_TABLE(?").count(), 2, "{}", stmt.sql);
         assert!(
             stmt.sql.contains("FOR SHARE OF b0 NOWAIT) UNION ALL ("),
@@ -413,7 +430,7 @@ mod tests {
             values[1]
         );
         let mariadb =
-            Dialect::MariaDb.bucket_lock_statement(&TableName::default(), parts[0], Wait::Block, None, None);
+            Dialect::MariaDb.bucket_lock_statement(&TableName::default(), parts[0], Wait::Block, None, None, None);
         assert!(
             mariadb.sql.contains("LOCK IN SHARE MODE) UNION ALL ("),
             "{}",

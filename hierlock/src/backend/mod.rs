@@ -12,6 +12,7 @@ pub(crate) mod dialect;
 pub(crate) mod fence;
 pub(crate) mod mysql;
 pub(crate) mod postgres;
+pub(crate) mod row_read;
 pub(crate) mod run;
 pub(crate) mod sqlite;
 pub(crate) mod topology;

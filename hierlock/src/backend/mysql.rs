@@ -29,11 +29,13 @@ pub(super) enum Flavor {
 /// (…)` was measured locking *every* row of a small table on MySQL 9 (the
 /// optimizer prefers a full scan of the clustered index, which `FORCE INDEX`
 /// still allows) and on MariaDB as a prepared statement.
+/// `read_columns` follow the lock columns (see `row_read`).
 pub(super) fn point_lookups(
     flavor: Flavor,
     table: &str,
     part: &[PlannedLock],
     wait: Wait,
+    read_columns: &str,
 ) -> Statement {
     let mut values = Vec::with_capacity(part.len() * 2);
     for lock in part {
@@ -48,7 +50,7 @@ pub(super) fn point_lookups(
     let member = |mode: LockMode| {
         format!(
             "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket\
-             {READ_ONLY_COLUMN} FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
+             {READ_ONLY_COLUMN}{read_columns} FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
             lock_clause(flavor, mode)
         )
     };
@@ -72,12 +74,13 @@ pub(super) fn point_lookups(
 /// order, record locks only, as with point lookups; the statement's text and
 /// cost no longer grow with the number of rows. MySQL needs `OF` (its lock
 /// clauses would otherwise also name the key list); MariaDB has no `OF` and
-/// needs none.
+/// needs none. `read_columns` follow the lock columns (see `row_read`).
 pub(super) fn run_lists(
     flavor: Flavor,
     table: &str,
     part: &[PlannedLock],
     wait: Wait,
+    read_columns: &str,
 ) -> Statement {
     let wait = wait_clause(flavor, wait);
     let runs: Vec<&[PlannedLock]> = part.chunk_by(|a, b| a.mode == b.mode).collect();
@@ -94,7 +97,7 @@ pub(super) fn run_lists(
         write!(
             sql,
             "{sep}(SELECT CAST(b{i}.level AS SIGNED) AS locked_level, \
-             CAST(b{i}.bucket AS SIGNED) AS locked_bucket{READ_ONLY_COLUMN} \
+             CAST(b{i}.bucket AS SIGNED) AS locked_bucket{READ_ONLY_COLUMN}{read_columns} \
              FROM JSON_TABLE(?, '$[*]' COLUMNS (level INT PATH '$[0]', bucket INT PATH '$[1]')) AS k{i} \
              STRAIGHT_JOIN {table} AS b{i} FORCE INDEX (PRIMARY) \
              ON b{i}.level = k{i}.level AND b{i}.bucket = k{i}.bucket {}{of}{wait})",
@@ -112,7 +115,8 @@ pub(super) fn run_lists(
 /// answers 1, 0 or NULL). It waits for the fence as long as a cancellation
 /// holds it, a year at most (MariaDB has no endless `GET_LOCK`). A fence
 /// that is only a mark (Galera) is a comment at the end of the text.
-pub(super) fn fenced(mut stmt: Statement, fence: Fence) -> Statement {
+/// `columns`: how many columns the statement's rows have.
+pub(super) fn fenced(mut stmt: Statement, fence: Fence, columns: usize) -> Statement {
     if !fence.locks() {
         stmt.sql.push_str(&format!(" /* {} */", fence.mysql_name()));
         return stmt;
@@ -121,8 +125,12 @@ pub(super) fn fenced(mut stmt: Statement, fence: Fence) -> Statement {
     if !stmt.sql.starts_with('(') {
         stmt.sql = format!("({})", stmt.sql);
     }
-    stmt.sql
-        .push_str(" UNION ALL (SELECT NULL, NULL, NULL FROM DUAL WHERE GET_LOCK(?, 31536000) = 2)");
+    let nulls = vec!["NULL"; columns].join(", ");
+    write!(
+        stmt.sql,
+        " UNION ALL (SELECT {nulls} FROM DUAL WHERE GET_LOCK(?, 31536000) = 2)"
+    )
+    .ok();
     let fence = Value::from(fence.mysql_name());
     match &mut stmt.values {
         Some(values) => values.0.push(fence),

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::cancel::{CancelOnDrop, Canceller};
 use super::fence::Fence;
+use super::row_read::RowRead;
 use super::waiter::Waiter;
 use super::classify::{
     Conflict, classify, is_missing_table, is_read_only, lock_memory_full_hint,
@@ -49,6 +50,10 @@ pub(crate) struct Run<'c, C> {
     /// The lease to set for the transaction in its lock statements
     /// (PostgreSQL; see [`Config::with_lease`](crate::Config::with_lease)).
     pub(crate) lease: Option<Duration>,
+    /// A read to send in the plan's last lock statement (see `row_read`),
+    /// and the rows it returned.
+    pub(crate) read: Option<RowRead>,
+    pub(crate) read_rows: Vec<QueryResult>,
 }
 
 impl<'c, C: ConnectionTrait> Run<'c, C> {
@@ -75,6 +80,8 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
             cancel: None,
             holds_prefix: false,
             lease,
+            read: None,
+            read_rows: Vec::new(),
         }
     }
 
@@ -361,11 +368,15 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
             },
             // The table was dropped (or never created on this schema) after
             // `Locker::connect` checked it.
-            None if is_missing_table(&err) => Error::NotProvisioned {
-                what: format!("the lock table for {what} ({err})"),
-                row: None,
-                txn_state: busy_state,
-            },
+            None if is_missing_table(&err)
+                && self.read.as_ref().is_none_or(|read| read.misses_lock_table(&err)) =>
+            {
+                Error::NotProvisioned {
+                    what: format!("the lock table for {what} ({err})"),
+                    row: None,
+                    txn_state: busy_state,
+                }
+            }
             None => match lock_memory_full_hint(&err) {
                 Some(hint) => Error::database_in(
                     format!("acquiring {} locks ({what}): {hint}", self.locks),

@@ -12,13 +12,13 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use sea_orm::DatabaseTransaction;
+use sea_orm::{DatabaseTransaction, EntityTrait, Select};
 
 use crate::runtime::acquire::{LockSet, Locker};
 use crate::config::Wait;
 use crate::error::{Error, Result};
 use crate::model::level::Level;
-use crate::model::plan::{KeyKind, Keyspace, LockKey, LockMode, PlannedLock};
+use crate::model::plan::{KeyKind, Keyspace, LockKey, LockMode, LockPlan, PlannedLock};
 use crate::model::target::{Access, Request, Target};
 
 mod sealed {
@@ -274,32 +274,66 @@ impl<'t, L: LevelMarker, A: AccessMarker> Locked<'t, L, A> {
         wait: Option<Wait>,
         within: Option<Prior<'_>>,
     ) -> Result<Self> {
-        debug_assert!(requests.iter().all(|r| r.access == A::ACCESS));
-        let keyspace = locker.keyspace();
+        let (plan, txn_locks) = Self::planned(locker, txn, &requests, within)?;
         let wait = wait.unwrap_or_else(|| locker.config().wait());
-        let (set, txn_locks) = match within {
+        let set = locker.acquire_planned(txn, requests, plan, wait).await?;
+        Ok(Self::proving(locker, set, txn_locks))
+    }
+
+    /// [`Locked::acquire`], then `rows` read once the locks are held (see
+    /// [`Locker::acquire_reading`]).
+    pub(crate) async fn acquire_reading<E: EntityTrait>(
+        locker: &Locker,
+        txn: &'t DatabaseTransaction,
+        requests: Vec<Request>,
+        wait: Option<Wait>,
+        within: Option<Prior<'_>>,
+        rows: Select<E>,
+    ) -> Result<(Self, Vec<E::Model>)> {
+        let (plan, txn_locks) = Self::planned(locker, txn, &requests, within)?;
+        let wait = wait.unwrap_or_else(|| locker.config().wait());
+        let (set, read) = locker
+            .acquire_planned_reading(txn, requests, plan, wait, rows)
+            .await?;
+        Ok((Self::proving(locker, set, txn_locks), read))
+    }
+
+    /// The plan of `requests` and every lock the transaction holds once it
+    /// is taken. With `within`, the transaction already holds that proof's
+    /// locks: the new ones must come after them in the global order (or
+    /// already be held in a sufficient mode).
+    fn planned(
+        locker: &Locker,
+        txn: &DatabaseTransaction,
+        requests: &[Request],
+        within: Option<Prior<'_>>,
+    ) -> Result<(LockPlan, Vec<PlannedLock>)> {
+        debug_assert!(requests.iter().all(|r| r.access == A::ACCESS));
+        match within {
             Some(prior) => {
-                check_within(&prior, txn, keyspace)?;
+                check_within(&prior, txn, locker.keyspace())?;
                 // Planned against what the transaction holds: no stripe for
                 // an ancestor whose writes it has announced already.
-                let plan = locker.plan_within(&requests, prior.locks)?;
-                check_order(prior.locks, plan.locks(), &requests)?;
+                let plan = locker.plan_within(requests, prior.locks)?;
+                check_order(prior.locks, plan.locks(), requests)?;
                 let txn_locks = merge(prior.locks, plan.locks());
-                let set = locker.acquire_planned(txn, requests, plan, wait).await?;
-                (set, txn_locks)
+                Ok((plan, txn_locks))
             }
             None => {
-                let set = locker.acquire_with(txn, requests, wait).await?;
-                let txn_locks = set.plan().locks().to_vec();
-                (set, txn_locks)
+                let plan = locker.plan(requests)?;
+                let txn_locks = plan.locks().to_vec();
+                Ok((plan, txn_locks))
             }
-        };
-        Ok(Locked {
+        }
+    }
+
+    fn proving(locker: &Locker, set: LockSet<'t>, txn_locks: Vec<PlannedLock>) -> Self {
+        Locked {
             set,
-            keyspace,
+            keyspace: locker.keyspace(),
             txn_locks,
             marker: PhantomData,
-        })
+        }
     }
 }
 

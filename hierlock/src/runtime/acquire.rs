@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, TransactionTrait};
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DatabaseTransaction, QueryResult, TransactionTrait,
+};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -10,6 +12,7 @@ use crate::backend::bucket_rows;
 use crate::backend::cancel::Canceller;
 use crate::backend::dialect::{Dialect, server_version};
 use crate::backend::postgres::advisory;
+use crate::backend::row_read::RowRead;
 use crate::backend::run::Run;
 use crate::backend::sqlite::lock as sqlite_lock;
 use crate::backend::topology::{self, Topology};
@@ -280,7 +283,10 @@ impl Locker {
         leased: Leased,
     ) -> Result<Held> {
         let plan = self.plan(&requests)?;
-        self.lock_planned(conn, requests, plan, wait, leased).await
+        let (held, _) = self
+            .lock_planned(conn, requests, plan, wait, leased, None)
+            .await?;
+        Ok(held)
     }
 
     /// The locks `requests` need on a transaction that holds `held` already
@@ -303,26 +309,29 @@ impl Locker {
         plan: LockPlan,
         wait: Wait,
     ) -> Result<LockSet<'t>> {
-        let held = self
-            .lock_planned(txn, requests, plan, wait, Leased::Yes)
+        let (held, _) = self
+            .lock_planned(txn, requests, plan, wait, Leased::Yes, None)
             .await?;
         Ok(LockSet { txn, held })
     }
 
-    /// Take `plan`, made for `requests`, on `conn`.
+    /// Take `plan`, made for `requests`, on `conn`; with a `read`, also
+    /// read its rows in the plan's last lock statement (see `row_read`;
+    /// only where [`Locker::reads_in_lock_statement`]) and return them.
     ///
     /// On MySQL, MariaDB and PostgreSQL a call with a deadline returns by it
     /// whatever the network does: a [`Wait::Timeout`] by its deadline plus
     /// [`DEADLINE_MARGIN`], a [`Wait::NoWait`] within the answer timeout.
     /// Past that, the connection is given up as lost (see [`Error::no_answer`]).
-    async fn lock_planned(
+    pub(crate) async fn lock_planned(
         &self,
         conn: &impl ConnectionTrait,
         requests: Vec<Request>,
         plan: LockPlan,
         wait: Wait,
         leased: Leased,
-    ) -> Result<Held> {
+        read: Option<RowRead>,
+    ) -> Result<(Held, Vec<QueryResult>)> {
         let wait = wait.validate()?;
         if conn.get_database_backend() != self.inner.dialect.backend() {
             return Err(Error::Misuse(format!(
@@ -332,11 +341,12 @@ impl Locker {
             )));
         }
         if plan.is_empty() {
-            return Ok(Held {
+            let held = Held {
                 requests,
                 plan,
                 statements: 0,
-            });
+            };
+            return Ok((held, Vec::new()));
         }
         let span = tracing::debug_span!(
             "hierlock.acquire",
@@ -359,6 +369,7 @@ impl Locker {
         };
         let (dialect, locks) = (self.inner.dialect, plan.locks().len());
         let mut run = Run::new(conn, dialect, wait, deadline, &requests, locks, lease);
+        run.read = read;
         // PostgreSQL aborts the whole transaction on a failed statement: run
         // attempts that are expected to fail inside a savepoint.
         let isolate = self.inner.dialect == Dialect::Postgres && wait != Wait::Block;
@@ -398,6 +409,7 @@ impl Locker {
             }
         };
         let statements = run.statements;
+        let rows = std::mem::take(&mut run.read_rows);
         let took = started.elapsed();
         span.record("statements", statements);
         span.record("elapsed_ms", took.as_secs_f64() * 1000.0);
@@ -411,11 +423,21 @@ impl Locker {
             Ok(()) => span.record("outcome", "locked"),
             Err(err) => span.record("outcome", tracing::field::debug(err.kind())),
         };
-        outcome.map(|()| Held {
-            requests,
-            plan,
-            statements,
+        outcome.map(|()| {
+            let held = Held {
+                requests,
+                plan,
+                statements,
+            };
+            (held, rows)
         })
+    }
+
+    /// Whether [`Locker::acquire_reading`] reads in the lock statement
+    /// (see `row_read`): on the bucket table of the MySQL family.
+    pub(crate) fn reads_in_lock_statement(&self) -> bool {
+        self.inner.strategy == Strategy::BucketRows
+            && self.inner.dialect.reads_in_lock_statement()
     }
 
     /// How long an acquisition waiting as `wait` may go on before its
@@ -535,6 +557,10 @@ pub struct LockSet<'t> {
 }
 
 impl<'t> LockSet<'t> {
+    pub(crate) fn new(txn: &'t DatabaseTransaction, held: Held) -> Self {
+        LockSet { txn, held }
+    }
+
     /// The transaction holding the locks.
     pub fn txn(&self) -> &'t DatabaseTransaction {
         self.txn

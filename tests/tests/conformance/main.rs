@@ -19,6 +19,7 @@ mod lease;
 mod matrix;
 mod partition;
 mod protected;
+mod reading;
 mod scale;
 mod scenarios;
 mod sea_orm_cli;
@@ -72,6 +73,10 @@ macro_rules! common_tests {
             protected::protected_update_many_and_delete_many_within_the_proof,
             protected::protected_update_many_and_delete_many_beyond_the_proof_are_refused,
             protected::protected_update_many_and_delete_many_past_one_statement,
+            reading::acquire_reading_returns_the_rows_with_the_locks,
+            reading::acquire_reading_after_a_wait_sees_the_holders_commit,
+            reading::acquire_reading_failures_say_what_they_left,
+            reading::hierlocked_rows_are_read_with_the_locks,
             sea_orm_cli::sea_orm_cli_compact_output_writes_and_reads_across_the_boundary,
             sea_orm_cli::sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundary,
             dense_plain::dense_protected_fields_to_plain_entities_save_load_and_delete,
@@ -111,6 +116,7 @@ macro_rules! exact_tests {
     ($backend:ident => $variant:expr $(; $($extra:ident :: $test:ident),*)?) => {
         common_tests!($backend => $variant;
             scenarios::scenario_6_unordered_separate_calls_can_deadlock,
+            reading::acquire_reading_of_missing_rows_then_inserting_them_never_deadlocks,
             sql::locks_are_taken_in_key_order_whatever_the_input_order,
             scale::the_largest_acquisition_locks_exactly_its_planned_rows,
             deadlock::large_mixed_plans_never_deadlock,
