@@ -230,4 +230,28 @@ impl Accounts {
         row.balance = Set(balance);
         Ok(resource::Entity::update(row).exec(&lock).await?)
     }
+
+    /// Add `amount` to a resource's balance, its row read with its lock.
+    #[hierlocked(
+        user = user_id,
+        account = account_id,
+        resource = resource_id,
+        rows = resource::Entity::find_by_id(resource_id)
+    )]
+    pub async fn deposit(
+        &self,
+        txn: &DatabaseTransaction,
+        user_id: i64,
+        account_id: i64,
+        resource_id: i64,
+        amount: i64,
+    ) -> Result<resource::Model, ServiceError> {
+        let Some(row) = rows.into_iter().next() else {
+            return Err(DbErr::RecordNotFound(format!("resource {resource_id}")).into());
+        };
+        let balance = row.balance + amount;
+        let mut row: resource::ActiveModel = row.into();
+        row.balance = Set(balance);
+        Ok(resource::Entity::update(row).exec(&lock).await?)
+    }
 }

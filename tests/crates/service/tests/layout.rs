@@ -88,6 +88,15 @@ async fn the_repository_writes_upstream_and_own_entities() {
         .expect("update");
     txn.commit().await.expect("commit");
     assert_eq!(updated.balance, 42);
+
+    // The row read with its lock (`rows = ..`), then written.
+    let txn = db.begin().await.expect("begin");
+    let deposited = repo.deposit(&txn, 1, 10, 100, 8).await.expect("deposit");
+    txn.commit().await.expect("commit");
+    assert_eq!(deposited.balance, 50);
+    let txn = db.begin().await.expect("begin");
+    let missing = repo.deposit(&txn, 1, 10, 101, 8).await;
+    assert!(matches!(missing, Err(ServiceError::Db(_))), "{missing:?}");
 }
 
 #[tokio::test]
