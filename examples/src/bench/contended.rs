@@ -18,6 +18,11 @@
 //! - by hand, the targets only: the same statement without the shared
 //!   ancestor rows (the user and account buckets every transaction under
 //!   them also locks), then the same reads: what those rows cost;
+//! - by hand, the ancestors striped (MySQL family): each target's shared
+//!   ancestor rows moved to one of [`STRIPES`] rows per ancestor, chosen by
+//!   the target (as a design where an ancestor's writer locks every stripe
+//!   would), then the same reads: whether those rows cost because many
+//!   transactions share them;
 //! - by hand, tried first (MySQL family): the statement with `NOWAIT`
 //!   first; if a row is taken, the connection's id read, then the statement
 //!   that waits: what hierlock's path before the wait costs, without its
@@ -85,6 +90,7 @@ enum Variant {
     HierlockReading,
     ByHand,
     ByHandTargetsOnly,
+    ByHandStripedAncestors,
     ByHandTriedFirst,
     ByHandIdFirst,
     ByHandOneMoreRoundTripHeld,
@@ -92,12 +98,13 @@ enum Variant {
 }
 
 /// The baseline first.
-const VARIANTS: [Variant; 9] = [
+const VARIANTS: [Variant; 10] = [
     Variant::ForUpdate,
     Variant::Hierlock,
     Variant::HierlockReading,
     Variant::ByHand,
     Variant::ByHandTargetsOnly,
+    Variant::ByHandStripedAncestors,
     Variant::ByHandTriedFirst,
     Variant::ByHandIdFirst,
     Variant::ByHandOneMoreRoundTripHeld,
@@ -112,6 +119,7 @@ impl Variant {
             Variant::HierlockReading => "hierlock: acquire_reading",
             Variant::ByHand => "hierlock's statement by hand; SELECT",
             Variant::ByHandTargetsOnly => "by hand, no shared ancestors; SELECT",
+            Variant::ByHandStripedAncestors => "by hand, ancestors striped; SELECT",
             Variant::ByHandTriedFirst => "by hand, NOWAIT first + id; SELECT",
             Variant::ByHandIdFirst => "by hand, id first; SELECT",
             Variant::ByHandOneMoreRoundTripHeld => "by hand + DO 0 held; SELECT",
@@ -132,6 +140,7 @@ impl Variant {
         matches!(
             self,
             Variant::ByHandTriedFirst
+                | Variant::ByHandStripedAncestors
                 | Variant::ByHandIdFirst
                 | Variant::ByHandOneMoreRoundTripHeld
         )
@@ -344,6 +353,12 @@ async fn transaction(
                 .await?;
             None
         }
+        Variant::ByHandStripedAncestors => {
+            let locks = striped_ancestors(locker, rows)?;
+            txn.query_all_raw(by_hand_statement(bench, table, &locks))
+                .await?;
+            None
+        }
         Variant::ByHandTriedFirst => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;
             let nowait = by_hand_statement_with(bench, table, plan.locks(), " NOWAIT");
@@ -478,6 +493,35 @@ fn lock_and_read_statement(
         }
     }
     Ok(bench.stmt(&branches.join(" UNION ALL "), values))
+}
+
+/// How many rows each shared ancestor is striped over
+/// ([`Variant::ByHandStripedAncestors`]).
+const STRIPES: i64 = 8;
+
+/// `rows`' Resource write locks with each target's shared ancestor rows
+/// moved to stripe `row % STRIPES` of that ancestor (another bucket row of
+/// its level), deduplicated and in key order.
+fn striped_ancestors(
+    locker: &Locker,
+    rows: &[i64],
+) -> Result<Vec<hierlock::PlannedLock>, hierlock::Error> {
+    let mut locks: Vec<hierlock::PlannedLock> = Vec::new();
+    for &row in rows {
+        let plan = locker.plan(&[Target::resource(row / 100, row / 10, row).write()])?;
+        for lock in plan.locks() {
+            let mut lock = *lock;
+            if lock.mode == LockMode::Shared {
+                let stripe = row % STRIPES;
+                lock.key.slot = (lock.key.slot + stripe * 7_919) % i64::from(super::LOCK_BUCKETS);
+            }
+            if !locks.iter().any(|l| l.key == lock.key) {
+                locks.push(lock);
+            }
+        }
+    }
+    locks.sort_by_key(|l| (l.key.table_level(), l.key.slot));
+    Ok(locks)
 }
 
 /// `SELECT balance` of each row, one statement each, with `clause`.
