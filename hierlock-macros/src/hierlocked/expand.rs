@@ -56,42 +56,31 @@ impl Plan {
         } else {
             quote_spanned!(name.span()=> #krate::__private::txn(&#name))
         };
-        let prologue = match rows {
-            None => quote! {
-                #[allow(unused_variables)]
-                let #proof: #krate::Locked<'_, #krate::proof::#level, #access> =
-                    match #krate::__private::acquire::<#krate::proof::#level, #access>(
-                        #locker,
-                        #txn_ref,
-                        #requests,
-                        #wait,
-                        #within,
-                    )
-                    .await
-                    {
-                        ::core::result::Result::Ok(#proved) => #proved,
-                        ::core::result::Result::Err(#error) => return #fail,
-                    };
-            },
+        let proof_type = quote!(#krate::Locked<'_, #krate::proof::#level, #access>);
+        let (binding, binding_type, acquire) = match rows {
+            None => (
+                quote!(#proof),
+                proof_type,
+                quote!(#krate::__private::acquire::<#krate::proof::#level, #access>(
+                    #locker, #txn_ref, #requests, #wait, #within,
+                )),
+            ),
             // The rows, read once the locks are held (on the MySQL family in
             // the lock statement itself).
-            Some((rows, select)) => quote! {
-                #[allow(unused_variables)]
-                let (#proof, #rows): (#krate::Locked<'_, #krate::proof::#level, #access>, _) =
-                    match #krate::__private::acquire_reading::<#krate::proof::#level, #access, _>(
-                        #locker,
-                        #txn_ref,
-                        #requests,
-                        #wait,
-                        #within,
-                        #select,
-                    )
-                    .await
-                    {
-                        ::core::result::Result::Ok(#proved) => #proved,
-                        ::core::result::Result::Err(#error) => return #fail,
-                    };
-            },
+            Some((rows, select)) => (
+                quote!((#proof, #rows)),
+                quote!((#proof_type, _)),
+                quote!(#krate::__private::acquire_reading::<#krate::proof::#level, #access, _>(
+                    #locker, #txn_ref, #requests, #wait, #within, #select,
+                )),
+            ),
+        };
+        let prologue = quote! {
+            #[allow(unused_variables)]
+            let #binding: #binding_type = match #acquire.await {
+                ::core::result::Result::Ok(#proved) => #proved,
+                ::core::result::Result::Err(#error) => return #fail,
+            };
         };
         if async_trait {
             // async-trait has bound `self` to `__self` in the async block.
