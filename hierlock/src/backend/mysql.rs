@@ -121,20 +121,27 @@ pub(super) fn fenced(mut stmt: Statement, fence: Fence, columns: usize) -> State
         stmt.sql.push_str(&format!(" /* {} */", fence.mysql_name()));
         return stmt;
     }
+    let nulls = vec!["NULL"; columns].join(", ");
+    let branch = format!("SELECT {nulls} FROM DUAL WHERE GET_LOCK(?, 31536000) = 2");
+    union_all(stmt, &branch, [Value::from(fence.mysql_name())])
+}
+
+/// `stmt` (lock branches), then `branch` with its `values`, as one more
+/// `UNION ALL` branch.
+pub(super) fn union_all(
+    mut stmt: Statement,
+    branch: &str,
+    values: impl IntoIterator<Item = Value>,
+) -> Statement {
     // A lone branch gets the parentheses a `UNION` needs around a lock clause.
     if !stmt.sql.starts_with('(') {
         stmt.sql = format!("({})", stmt.sql);
     }
-    let nulls = vec!["NULL"; columns].join(", ");
-    write!(
-        stmt.sql,
-        " UNION ALL (SELECT {nulls} FROM DUAL WHERE GET_LOCK(?, 31536000) = 2)"
-    )
-    .ok();
-    let fence = Value::from(fence.mysql_name());
+    write!(stmt.sql, " UNION ALL ({branch})").ok();
+    let values = values.into_iter();
     match &mut stmt.values {
-        Some(values) => values.0.push(fence),
-        None => stmt.values = Some(sea_orm::Values(vec![fence])),
+        Some(own) => own.0.extend(values),
+        None => stmt.values = Some(sea_orm::Values(values.collect())),
     }
     stmt
 }

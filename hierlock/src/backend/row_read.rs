@@ -70,21 +70,9 @@ impl RowRead {
 
     /// The read, as the last branch of `stmt` (a statement of lock
     /// branches, each already carrying [`lock_branch_columns`](Self::lock_branch_columns)).
-    pub(crate) fn append_to(&self, mut stmt: Statement) -> Statement {
-        // A lone branch gets the parentheses a `UNION` needs around a lock clause.
-        if !stmt.sql.starts_with('(') {
-            stmt.sql = format!("({})", stmt.sql);
-        }
-        stmt.sql.push_str(" UNION ALL (");
-        stmt.sql.push_str(&self.select.sql);
-        stmt.sql.push(')');
-        if let Some(values) = &self.select.values {
-            match &mut stmt.values {
-                Some(own) => own.0.extend(values.0.iter().cloned()),
-                None => stmt.values = Some(values.clone()),
-            }
-        }
-        stmt
+    pub(crate) fn append_to(&self, stmt: Statement) -> Statement {
+        let values = self.select.values.iter().flat_map(|v| v.0.iter().cloned());
+        super::mysql::union_all(stmt, &self.select.sql, values)
     }
 }
 
@@ -93,4 +81,60 @@ impl RowRead {
 pub(crate) fn split(rows: Vec<QueryResult>) -> (Vec<QueryResult>, Vec<QueryResult>) {
     rows.into_iter()
         .partition(|row| matches!(row.try_get::<Option<i64>>("", "locked_level"), Ok(Some(_))))
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{DbBackend, Statement, Value};
+
+    use super::RowRead;
+    use crate::backend::dialect::Dialect;
+    use crate::backend::fence::Fence;
+    use crate::config::{TableName, Wait};
+    use crate::model::key::KeyScheme;
+    use crate::model::plan::{Keyspace, LockPlan};
+    use crate::model::target::Target;
+
+    #[test]
+    fn the_read_follows_the_locks_and_precedes_the_fence_column_for_column() {
+        let keyspace = Keyspace::Buckets {
+            scheme: KeyScheme::SeedFnv1a32,
+            space: 10_000_000,
+        };
+        let plan = LockPlan::new(&[Target::resource("u", "a", "r").write()], keyspace)
+            .expect("a plan");
+        let select = Statement::from_sql_and_values(
+            DbBackend::MySql,
+            "SELECT NULL, NULL, NULL, `t`.`id`, `t`.`b``c` FROM `t` WHERE `t`.`id` = ?",
+            [Value::from(7_i64)],
+        );
+        let read = RowRead::new(select, vec!["id".into(), "b`c".into()], "hier_lock_buckets");
+        let fence = Fence::next(true);
+        for dialect in [Dialect::MySql, Dialect::MariaDb] {
+            let stmt = dialect.bucket_lock_statement(
+                &TableName::default(),
+                plan.locks(),
+                Wait::Block,
+                None,
+                Some(fence),
+                Some(&read),
+            );
+            let branches: Vec<&str> = stmt.sql.split(" UNION ALL ").collect();
+            assert_eq!(branches.len(), plan.locks().len() + 2, "{}", stmt.sql);
+            for lock in &branches[..plan.locks().len()] {
+                assert!(lock.contains(", NULL AS `id`, NULL AS `b``c` FROM"), "{lock}");
+            }
+            let (read_branch, fence_branch) = (branches[branches.len() - 2], branches[branches.len() - 1]);
+            assert!(read_branch.starts_with("(SELECT NULL, NULL, NULL, `t`.`id`"), "{read_branch}");
+            assert!(
+                fence_branch.starts_with("(SELECT NULL, NULL, NULL, NULL, NULL FROM DUAL WHERE GET_LOCK"),
+                "{fence_branch}"
+            );
+            // The values in the text's order: two per lock, the read's, the fence.
+            let values = stmt.values.expect("values").0;
+            assert_eq!(values.len(), plan.locks().len() * 2 + 2);
+            assert_eq!(values[plan.locks().len() * 2], Value::from(7_i64));
+            assert_eq!(values.last(), Some(&Value::from(fence.mysql_name())));
+        }
+    }
 }
