@@ -41,7 +41,10 @@ impl Locker {
     ///
     /// As with `acquire` and a read of your own, the rows are current only
     /// if the transaction has not read before (under `REPEATABLE READ` its
-    /// first plain read fixes what all later ones see): lock first.
+    /// first plain read fixes what all later ones see): lock first. On
+    /// PostgreSQL use `READ COMMITTED`, its default: under `REPEATABLE
+    /// READ` the lock statement itself takes the snapshot, before its wait
+    /// (see [how it works](crate::guide::how_it_works)).
     ///
     /// ```no_run
     /// # use hierlock::sea_orm::{self, entity::prelude::*};
