@@ -331,9 +331,9 @@ async fn transaction(
             let select =
                 bench_row::Entity::find().filter(bench_row::Column::Id.is_in(sorted.clone()));
             let (_, found) = locker.acquire_reading(&txn, targets(), select).await?;
-            let mut read: Vec<(i64, i64)> = found.iter().map(|r| (r.id, r.balance)).collect();
-            read.sort_unstable();
-            Some(read.into_iter().map(|(_, balance)| balance).collect())
+            Some(balances_by_id(
+                found.iter().map(|r| (r.id, r.balance)).collect(),
+            ))
         }
         Variant::ByHand => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;
@@ -386,8 +386,7 @@ async fn transaction(
                     read.push((id, row.try_get_by_index::<i64>(1)?));
                 }
             }
-            read.sort_unstable();
-            Some(read.into_iter().map(|(_, balance)| balance).collect())
+            Some(balances_by_id(read))
         }
         Variant::ByHandOneMoreRoundTripHeld => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;
@@ -522,6 +521,13 @@ fn striped_ancestors(
     }
     locks.sort_by_key(|l| (l.key.table_level(), l.key.slot));
     Ok(locks)
+}
+
+/// The balances of `(id, balance)` rows read in any order, in id order (the
+/// order the transaction writes them in).
+fn balances_by_id(mut read: Vec<(i64, i64)>) -> Vec<i64> {
+    read.sort_unstable();
+    read.into_iter().map(|(_, balance)| balance).collect()
 }
 
 /// `SELECT balance` of each row, one statement each, with `clause`.

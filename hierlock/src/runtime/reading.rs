@@ -122,17 +122,19 @@ impl Locker {
         wait: Wait,
         rows: Select<E>,
     ) -> Result<(LockSet<'t>, Vec<E::Model>)> {
-        let doing = format!("reading the rows locked by {}", describe_requests(&requests));
-        let rows = rows.select_only().columns(E::Column::iter());
+        // Described only when a read fails.
+        let doing = |requests: &[Request]| {
+            format!("reading the rows locked by {}", describe_requests(requests))
+        };
         if !self.reads_in_lock_statement() || plan.is_empty() {
             let locks = self.acquire_planned(txn, requests, plan, wait).await?;
-            let read = rows.all(txn).await;
+            let read = rows.select_only().columns(E::Column::iter()).all(txn).await;
             let state = match self.dialect() {
                 crate::Dialect::Postgres => TxnState::Aborted,
                 _ if locks.plan().is_empty() => TxnState::Unchanged,
                 _ => TxnState::PartiallyLocked,
             };
-            let read = read.map_err(|e| Error::database_in(doing, e, state))?;
+            let read = read.map_err(|e| Error::database_in(doing(locks.requests()), e, state))?;
             return Ok((locks, read));
         }
         let read = row_read::<E>(rows, self.config().table().as_str());
@@ -143,7 +145,7 @@ impl Locker {
             .iter()
             .map(|row| E::Model::from_query_result(row, ""))
             .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| Error::database_in(doing, e, TxnState::PartiallyLocked))?;
+            .map_err(|e| Error::database_in(doing(&held.requests), e, TxnState::PartiallyLocked))?;
         Ok((LockSet::new(txn, held), models))
     }
 }
