@@ -24,9 +24,9 @@ pub use sea_orm;
 /// `hierlock/src/guarantee/dense.rs`).
 pub mod dense {
     pub use crate::guarantee::dense::{
-        Delete, LinkWrite, NestedFuture, NestedTxn, RawWrite, TransactionTrait,
-        ValidatedDeleteOne, delete, delete_links, delete_links_self, establish_links,
-        establish_links_self, insert, update,
+        Delete, Junction, LinkWrite, NestedFuture, NestedTxn, PlainJunction, Probe,
+        ProtectedJunction, RawWrite, TransactionTrait, Unlink, ValidatedDeleteOne, delete,
+        delete_links, delete_links_self, establish_links, establish_links_self, insert, update,
     };
 }
 

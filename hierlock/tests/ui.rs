@@ -48,12 +48,7 @@ fn every_refusal_is_one_error_in_hierlocks_words() {
         ("dense_model_cascade_delete", 3, false),
         ("dense_model_ex_delete", 3, false),
         ("dense_model_into_ex_delete", 3, false),
-        ("dense_nested_save_proof_txn", 3, false),
         ("dense_nested_save_read_proof", 3, false),
-        // A protected dense entity's `via` through a plain junction: the
-        // links' writer bounds the junction and the entity it reaches, each
-        // reported.
-        ("dense_via_plain_junction", 3, false),
         // SeaORM's writes given the protected `ActiveModel`, which implements
         // none of SeaORM's traits: rustc's own bound.
         ("entity-trait-update-through-trait", 3, true),

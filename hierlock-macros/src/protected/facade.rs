@@ -105,7 +105,10 @@ pub(super) fn expand(
     };
     let into_raw_active_model = into_raw_active_model(krate, &name);
     let dense_shadows = if dense {
-        format::dense::sealed::shadows(krate)
+        let vias = format::dense::via::fields(&items);
+        let junctions = format::dense::via::junction_impls(krate, &vias);
+        let shadows = format::dense::sealed::shadows(krate);
+        quote!(#shadows #junctions)
     } else {
         TokenStream::new()
     };

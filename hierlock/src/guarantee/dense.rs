@@ -10,15 +10,20 @@
 //! path relative to the module, so `#[protected]`'s module-local
 //! `sea_orm` replaces those three names by the items here:
 //!
-//! - [`TransactionTrait`]: the bound of every nested write. Only a write
-//!   proof ([`Locked`]`<'_, L, Write>`) and the [`NestedTxn`] it begins
-//!   implement it, so a nested write with a plain connection or
-//!   transaction is a compile error naming the flat, proof-gated writes,
-//!   and `am.save(&lock)` runs SeaORM's own nested save under the proof.
-//!   Its shape is SeaORM's, so the generated bodies type-check; their row
-//!   writes and junction links go through inherent methods `#[protected]`
-//!   adds to the sealed `ActiveModel` / `ActiveModelEx`, bounded by
-//!   [`RawWrite`] and [`LinkWrite`], which only [`NestedTxn`] implements.
+//! - [`TransactionTrait`]: the bound of every nested write. A write proof
+//!   ([`Locked`]`<'_, L, Write>`) begins a [`NestedTxn`], which carries its
+//!   locks, and `am.save(&lock)` runs SeaORM's own nested save under them.
+//!   A SeaORM transaction passes the bound too: a plain dense entity's
+//!   nested save hands a protected related row the transaction it began
+//!   (generic, so the bound must hold for any transaction), whether its own
+//!   save was given a proof or not. A connection does not: a nested write
+//!   with one is a compile error naming the proof. Its shape is SeaORM's,
+//!   so the generated bodies type-check; their row writes and junction
+//!   links go through inherent methods `#[protected]` adds to the sealed
+//!   `ActiveModel` / `ActiveModelEx`, bounded by [`RawWrite`] and
+//!   [`LinkWrite`], which refuse at run time, before the row's statement,
+//!   any transaction that is not a [`NestedTxn`]: nothing of the save
+//!   remains (the transaction SeaORM began for it rolls back).
 //! - [`Delete`] and [`ValidatedDeleteOne`]: `delete_by_<key>` becomes a
 //!   [`ProtectedDeleteMany`] on the key's filter, which runs with
 //!   `.exec(&lock)` and checks every row it would delete.
@@ -47,7 +52,8 @@
 //! write of the junction entity (see `links`).
 //!
 //! Refused at run time with [`Error::Misuse`] (nothing of the save
-//! remains; the message names the flat write): a row above the proof's
+//! remains; the message names the flat write): a protected row reached
+//! with no proof (see [`RawWrite`]), a row above the proof's
 //! level (a `BelongsTo` parent saved through a child under the child's
 //! proof), and a row whose ID fields above its own are not set (SeaORM
 //! fills a child's foreign key to its parent, not its grandparent's ID).
@@ -79,20 +85,27 @@ use crate::error::Error;
 use crate::model::level::Level;
 use crate::model::target::Request;
 
+mod identity;
+mod junction;
 mod links;
+
+pub use junction::{
+    Junction, PlainJunction, Probe, ProtectedJunction, Unlink,
+};
 
 /// Stands in for `sea_orm::TransactionTrait` in a protected dense entity's
 /// module: the bound of `ActiveModelEx::{save, insert, update, delete,
-/// action}`, `Model::cascade_delete` and `ModelEx::delete`. Not implemented
-/// by a write proof ([`Locked`]`<'_, L, Write>`), which runs them under
-/// its locks (see the module docs), and by the [`NestedTxn`] it begins;
-/// with anything else those nested writes do not compile.
+/// action}`, `Model::cascade_delete` and `ModelEx::delete`. Implemented by
+/// a write proof ([`Locked`]`<'_, L, Write>`), which runs them under its
+/// locks (see the module docs), and by SeaORM transactions (the
+/// [`NestedTxn`] a proof begins among them), on which the rows they write
+/// are refused at run time unless the transaction is a proof's; with a
+/// connection those nested writes do not compile.
 #[diagnostic::on_unimplemented(
     message = "SeaORM's nested writes of a protected entity would run without a lock: `{Self}` cannot run them",
     label = "writes this row and its related rows with no lock proof",
     note = "a protected entity's nested writes (`save`, `insert`, `update`, `delete`, `action`, `ModelEx::delete`, `Model::cascade_delete`) run with a write proof, which checks every row they write: `NestedActiveModel::from(am).add_..(..).save(&lock)` in a `#[hierlocked]` method",
-    note = "or write each row flat with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)`, `Entity::delete(model).exec(&lock)` (a row's children: `Entity::delete_many().filter(..).exec(&lock)`)",
-    note = "at a plain dense entity's `#[sea_orm::model]`: its relation field to a protected entity would let the plain entity's nested save write the protected row without a lock; replace the field with `impl Related<super::<protected>::Entity> for Entity {{ fn to() -> RelationDef {{ Entity::belongs_to(super::<protected>::Entity).from(Column::..).to(super::<protected>::Column::..).into() }} }}`"
+    note = "or write each row flat with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)`, `Entity::delete(model).exec(&lock)` (a row's children: `Entity::delete_many().filter(..).exec(&lock)`)"
 )]
 pub trait TransactionTrait: Sync {
     /// The transaction the nested write runs in.
@@ -110,29 +123,49 @@ pub trait TransactionTrait: Sync {
 
 /// The bound of the inherent `insert`, `update` and `delete` that
 /// `#[protected]` gives a dense entity's raw SeaORM `ActiveModel` (what the
-/// nested writes call): implemented by [`NestedTxn`] only, which checks
-/// each row against its proof.
+/// nested writes call): implemented by SeaORM transactions, of which only
+/// the [`NestedTxn`] a proof begins writes; on another, the row is refused
+/// at run time before its statement.
 #[diagnostic::on_unimplemented(
     message = "the raw SeaORM active model of a protected entity cannot be written: `{Self}` is not a lock proof",
     label = "writes the row with no lock proof",
     note = "write it in a `#[hierlocked]` method with the proof: `Entity::insert(am).exec(&lock)`, `Entity::update(am).exec(&lock)` or `Entity::delete(am).exec(&lock)`, with `am` the protected module's `ActiveModel`"
 )]
 pub trait RawWrite {
-    /// The nested save's connection.
+    /// The nested save's connection, if this is one.
     #[doc(hidden)]
-    fn nested(&self) -> &NestedTxn;
+    fn nested(&self) -> Option<&NestedTxn>;
 }
 
 /// The bound of the inherent `establish_links*` / `delete_links*` that
 /// `#[protected]` gives a dense entity's `ActiveModelEx` and raw
-/// `ActiveModel` (what a nested save calls for its `via` relations):
-/// implemented by [`NestedTxn`] only, which checks each junction row.
+/// `ActiveModel` (what a nested save calls for its `via` relations): as
+/// [`RawWrite`], only the [`NestedTxn`] a proof begins writes the
+/// junction rows, each checked.
 #[diagnostic::on_unimplemented(
     message = "SeaORM's junction links of a protected entity would be written without a lock: `{Self}` is not a lock proof",
     label = "writes junction rows with no lock proof",
     note = "write the junction rows in a `#[hierlocked]` method with the proof: `junction::Entity::insert(am).exec(&lock)` per link, `junction::Entity::delete_many().filter(..).exec(&lock)` to unlink"
 )]
 pub trait LinkWrite: RawWrite {}
+
+/// The nested save's connection `db`, or the refusal of a row of `E` that
+/// a nested write reached without a proof (`action`: what it would do).
+fn proven<'a, E: sea_orm::EntityTrait, C: RawWrite + ?Sized>(
+    db: &'a C,
+    action: &str,
+) -> Result<&'a NestedTxn, DbErr> {
+    db.nested().ok_or_else(|| {
+        carry(Error::Misuse(format!(
+            "a nested write would {action} a row of the protected `{}` with no lock proof (its \
+             transaction is not one a proof began): nothing of the save remains. Give the save \
+             the proof, `.save(&lock)` (`.insert(&lock)`, ..) in a `#[hierlocked]` method whose \
+             locks cover the row; a plain entity's nested save that carries protected rows \
+             takes it too",
+            sea_orm::EntityName::table_name(&E::default()),
+        )))
+    })
+}
 
 /// Stands in for `sea_orm::Delete` in a protected dense entity's module:
 /// what its `delete_by_<unique key>` functions call.
@@ -223,13 +256,17 @@ impl std::error::Error for Carried {}
 /// `error` as the `DbErr` a nested save returns; a misuse names the flat
 /// writes.
 fn carried(error: Error) -> DbErr {
-    let error = match error {
+    carry(match error {
         Error::Misuse(text) => Error::Misuse(format!(
             "{text} (in a nested save; write the rows flat with the proof instead: \
              `Entity::insert(am).exec(&lock)`, `update`, `delete`)"
         )),
         other => other,
-    };
+    })
+}
+
+/// `error` as the `DbErr` a nested save returns.
+fn carry(error: Error) -> DbErr {
     DbErr::Query(sea_orm::RuntimeErr::SqlxError(Arc::new(
         sea_orm::sqlx::Error::Configuration(Box::new(Carried(error))),
     )))
@@ -257,6 +294,17 @@ pub(crate) fn take_carried(err: DbErr) -> Result<Error, DbErr> {
 
 /// The future of a row write in a nested save.
 pub type NestedFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbErr>> + Send + 'a>>;
+
+/// `write` on the nested save's connection, or the refusal.
+fn refused_or<'a, T: Send + 'a>(
+    nested: Result<&'a NestedTxn, DbErr>,
+    write: impl FnOnce(&'a NestedTxn) -> NestedFuture<'a, T>,
+) -> NestedFuture<'a, T> {
+    match nested {
+        Ok(nested) => write(nested),
+        Err(refused) => Box::pin(std::future::ready(Err(refused))),
+    }
+}
 
 /// The inherent `insert` of a protected dense entity's raw `ActiveModel`:
 /// the row checked against the nested save's proof, then written as
@@ -301,12 +349,13 @@ where
     E::ActiveModel: ActiveModelBehavior + Send,
     C: RawWrite + ?Sized,
 {
-    let nested = db.nested();
     let (verb, insert) = match save {
         Save::Insert => ("insert", true),
         Save::Update => ("update", false),
     };
+    let nested = proven::<E, C>(db, verb);
     Box::pin(async move {
+        let nested = nested?;
         nested.level_check::<E>(verb).map_err(carried)?;
         let model = ActiveModelBehavior::before_save(model, nested, insert).await?;
         let row = match save {
@@ -332,8 +381,9 @@ where
     E::ActiveModel: ActiveModelBehavior + Send,
     C: RawWrite + ?Sized,
 {
-    let nested = db.nested();
+    let nested = proven::<E, C>(db, "delete");
     Box::pin(async move {
+        let nested = nested?;
         nested.level_check::<E>("delete").map_err(carried)?;
         let model = ActiveModelBehavior::before_delete(model, nested).await?;
         let kept = model.clone();
@@ -371,7 +421,9 @@ where
 {
     let left = <J as Related<M::Entity>>::to();
     let right = <J as Related<R::Entity>>::to();
-    links::write::<M, R, J>(model, related, (left, right), delete_leftover, db.nested())
+    refused_or(proven::<J, C>(db, "link"), |nested| {
+        links::write::<M, R, J>(model, related, (left, right), delete_leftover, nested)
+    })
 }
 
 /// The inherent `establish_links_self` (`reverse`: `establish_links_self_rev`,
@@ -400,7 +452,9 @@ where
     if reverse {
         sides = (sides.1, sides.0);
     }
-    links::write::<M, M, J>(model, related, sides, delete_leftover, db.nested())
+    refused_or(proven::<J, C>(db, "link"), |nested| {
+        links::write::<M, M, J>(model, related, sides, delete_leftover, nested)
+    })
 }
 
 /// The inherent `delete_links` of a protected dense entity (a nested
@@ -416,7 +470,9 @@ where
     C: LinkWrite + ?Sized,
 {
     let relations = vec![<J as Related<M::Entity>>::to()];
-    links::delete::<M, J>(model, relations, db.nested())
+    refused_or(proven::<J, C>(db, "unlink"), |nested| {
+        links::delete::<M, J>(model, relations, nested)
+    })
 }
 
 /// The inherent `delete_links_self` of a protected dense entity, as
@@ -434,7 +490,9 @@ where
         <M::Entity as RelatedSelfVia<J>>::via().rev(),
         <M::Entity as RelatedSelfVia<J>>::to(),
     ];
-    links::delete::<M, J>(model, relations, db.nested())
+    refused_or(proven::<J, C>(db, "unlink"), |nested| {
+        links::delete::<M, J>(model, relations, nested)
+    })
 }
 
 // Not listed in the errors of a nested write without a proof (which
@@ -456,30 +514,38 @@ impl<L: LevelMarker> TransactionTrait for Locked<'_, L, Write> {
     }
 }
 
-// Not listed in the errors of a nested write without a proof (which
-// name the flat writes).
+// A SeaORM transaction: what a plain dense entity's nested save hands a
+// protected related row (its `C::Transaction`, for any `C`), and the
+// `NestedTxn` a proof begins. Not listed in the errors of a nested write
+// without a proof (which name the proof and the flat writes).
 #[diagnostic::do_not_recommend]
-impl TransactionTrait for NestedTxn {
-    type Transaction = NestedTxn;
+impl<T> TransactionTrait for T
+where
+    T: sea_orm::TransactionTrait<Transaction = T> + TransactionSession + ConnectionTrait + Send,
+{
+    type Transaction = T;
 
-    fn begin(&self) -> impl Future<Output = Result<NestedTxn, DbErr>> + Send {
-        self.below()
+    fn begin(&self) -> impl Future<Output = Result<T, DbErr>> + Send {
+        sea_orm::TransactionTrait::begin(self)
     }
 }
 
-// Not listed in the errors of a nested write without a proof (which
-// name the flat writes).
+// The rows are checked at run time: only a `NestedTxn` writes them.
 #[diagnostic::do_not_recommend]
-impl RawWrite for NestedTxn {
-    fn nested(&self) -> &NestedTxn {
-        self
+impl<T> RawWrite for T
+where
+    T: sea_orm::TransactionTrait<Transaction = T> + TransactionSession + ConnectionTrait + Send,
+{
+    fn nested(&self) -> Option<&NestedTxn> {
+        identity::as_nested(self)
     }
 }
 
-// Not listed in the errors of a nested write without a proof (which
-// name the flat writes).
 #[diagnostic::do_not_recommend]
-impl LinkWrite for NestedTxn {}
+impl<T> LinkWrite for T where
+    T: sea_orm::TransactionTrait<Transaction = T> + TransactionSession + ConnectionTrait + Send
+{
+}
 
 #[sea_orm::entity::prelude::async_trait::async_trait]
 impl ConnectionTrait for NestedTxn {
@@ -508,61 +574,97 @@ impl ConnectionTrait for NestedTxn {
     }
 }
 
-#[sea_orm::entity::prelude::async_trait::async_trait]
-impl sea_orm::TransactionTrait for NestedTxn {
-    type Transaction = NestedTxn;
-
-    async fn begin(&self) -> Result<NestedTxn, DbErr> {
-        self.below().await
-    }
-
-    async fn begin_with_config(
-        &self,
-        _isolation_level: Option<IsolationLevel>,
-        _access_mode: Option<AccessMode>,
-    ) -> Result<NestedTxn, DbErr> {
-        self.below().await
-    }
-
-    async fn begin_with_options(&self, _options: TransactionOptions) -> Result<NestedTxn, DbErr> {
-        self.below().await
-    }
-
-    async fn transaction<F, T, E>(&self, callback: F) -> Result<T, TransactionError<E>>
-    where
-        F: for<'c> FnOnce(&'c NestedTxn) -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'c>>
-            + Send,
-        T: Send,
-        E: std::fmt::Display + std::fmt::Debug + Send,
-    {
-        let txn = self.below().await.map_err(TransactionError::Connection)?;
-        match callback(&txn).await {
-            Ok(value) => {
-                txn.commit().await.map_err(TransactionError::Connection)?;
-                Ok(value)
-            }
-            Err(e) => {
-                txn.rollback().await.map_err(TransactionError::Connection)?;
-                Err(TransactionError::Transaction(e))
-            }
+/// SeaORM's `TransactionTrait::transaction` on the nested save's
+/// connection `txn`: `callback`, then commit, or roll back on its error.
+async fn run_nested<F, T, E>(
+    txn: Result<NestedTxn, DbErr>,
+    callback: F,
+) -> Result<T, TransactionError<E>>
+where
+    F: for<'c> FnOnce(&'c NestedTxn) -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'c>>
+        + Send,
+    T: Send,
+    E: std::fmt::Display + std::fmt::Debug + Send,
+{
+    let txn = txn.map_err(TransactionError::Connection)?;
+    match callback(&txn).await {
+        Ok(value) => {
+            txn.commit().await.map_err(TransactionError::Connection)?;
+            Ok(value)
+        }
+        Err(e) => {
+            txn.rollback().await.map_err(TransactionError::Connection)?;
+            Err(TransactionError::Transaction(e))
         }
     }
-
-    async fn transaction_with_config<F, T, E>(
-        &self,
-        callback: F,
-        _isolation_level: Option<IsolationLevel>,
-        _access_mode: Option<AccessMode>,
-    ) -> Result<T, TransactionError<E>>
-    where
-        F: for<'c> FnOnce(&'c NestedTxn) -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'c>>
-            + Send,
-        T: Send,
-        E: std::fmt::Display + std::fmt::Debug + Send,
-    {
-        sea_orm::TransactionTrait::transaction(self, callback).await
-    }
 }
+
+/// SeaORM's `TransactionTrait` for `$ty`, whose transactions are nested
+/// saves' connections begun by `$begin` (a write proof's, or a level of a
+/// save's).
+macro_rules! nested_transactions {
+    (impl [$($generics:tt)*] for $ty:ty, $begin:path) => {
+        #[sea_orm::entity::prelude::async_trait::async_trait]
+        impl<$($generics)*> sea_orm::TransactionTrait for $ty {
+            type Transaction = NestedTxn;
+
+            async fn begin(&self) -> Result<NestedTxn, DbErr> {
+                $begin(self).await
+            }
+
+            async fn begin_with_config(
+                &self,
+                _isolation_level: Option<IsolationLevel>,
+                _access_mode: Option<AccessMode>,
+            ) -> Result<NestedTxn, DbErr> {
+                $begin(self).await
+            }
+
+            async fn begin_with_options(
+                &self,
+                _options: TransactionOptions,
+            ) -> Result<NestedTxn, DbErr> {
+                $begin(self).await
+            }
+
+            async fn transaction<F, T, E>(&self, callback: F) -> Result<T, TransactionError<E>>
+            where
+                F: for<'c> FnOnce(
+                        &'c NestedTxn,
+                    ) -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'c>>
+                    + Send,
+                T: Send,
+                E: std::fmt::Display + std::fmt::Debug + Send,
+            {
+                run_nested($begin(self).await, callback).await
+            }
+
+            async fn transaction_with_config<F, T, E>(
+                &self,
+                callback: F,
+                _isolation_level: Option<IsolationLevel>,
+                _access_mode: Option<AccessMode>,
+            ) -> Result<T, TransactionError<E>>
+            where
+                F: for<'c> FnOnce(
+                        &'c NestedTxn,
+                    ) -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'c>>
+                    + Send,
+                T: Send,
+                E: std::fmt::Display + std::fmt::Debug + Send,
+            {
+                run_nested($begin(self).await, callback).await
+            }
+        }
+    };
+}
+
+nested_transactions!(impl [] for NestedTxn, NestedTxn::below);
+
+// A plain dense entity's nested save given the proof (`am.save(&lock)`)
+// hands its protected related rows the proof's `NestedTxn`, which checks
+// them; its plain rows are written as on any transaction.
+nested_transactions!(impl [L: LevelMarker] for Locked<'_, L, Write>, TransactionTrait::begin);
 
 #[sea_orm::entity::prelude::async_trait::async_trait]
 impl TransactionSession for NestedTxn {

@@ -1,5 +1,6 @@
-//! hierlock's busy handler on a SQLite connection: the crate's only unsafe
-//! code, kept to the calls into SQLite's C API.
+//! hierlock's busy handler on a SQLite connection. Its unsafe code is kept
+//! to the calls into SQLite's C API (the crate's only other unsafe code is
+//! the cast in `guarantee::dense::identity`).
 //!
 //! [`install`] registers, on one connection, the SQL function the lock
 //! statement calls ([`LOCK_WAIT_FUNCTION`]) and a busy handler. Both share

@@ -62,7 +62,7 @@ pub use version::{INITIAL_VERSION, VersionNumber, Versioned};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a protected entity",
     label = "hierlock checks this entity's rows against a lock proof",
-    note = "put `#[hierlock::protected(level = .., user = .., ..)]` on its module; a protected dense entity's `via` field needs its junction and the entity it reaches protected too (their links are written under the proof), or relate through an `impl Related` in place of the field"
+    note = "put `#[hierlock::protected(level = .., user = .., ..)]` on its module; a protected dense entity's `via` field through a protected junction reaches a protected entity (the junction's IDs come from it), and a `self_ref` one goes through a protected junction"
 )]
 pub trait Protect: EntityTrait {
     /// The level of the node each row belongs to.

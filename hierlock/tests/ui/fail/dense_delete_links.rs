@@ -1,19 +1,21 @@
 //! `delete_links` (SeaORM's junction deletes) on a protected dense entity's
 //! `ActiveModelEx`: does not compile.
+//! (With a connection. On a SeaORM transaction it compiles and is refused
+//! when it runs, before it writes: the conformance suite's dense tests.)
 
 #[path = "../support/dense.rs"]
 mod dense;
 
 use dense::{resource, resource_tag};
-use hierlock::sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
+use hierlock::sea_orm::{DatabaseConnection, DbErr, EntityTrait};
 
 /// SeaORM's `ActiveModelEx` of the entity, reached through its `Table`.
 type ActiveModelEx = <resource::Table as EntityTrait>::ActiveModelEx;
 
-async fn write(txn: &DatabaseTransaction) -> Result<(), DbErr> {
-    if let Some(row) = resource::Entity::load().one(txn).await? {
+async fn write(db: &DatabaseConnection) -> Result<(), DbErr> {
+    if let Some(row) = resource::Entity::load().one(db).await? {
         ActiveModelEx::from(row)
-            .delete_links(resource_tag::Table, txn)
+            .delete_links(resource_tag::Table, db)
             .await?;
     }
     Ok(())

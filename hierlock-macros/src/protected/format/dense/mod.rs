@@ -20,6 +20,7 @@
 
 pub(in crate::protected) mod facade;
 pub(in crate::protected) mod sealed;
+pub(in crate::protected) mod via;
 
 use syn::{Attribute, ItemStruct, Type, TypePath};
 

@@ -10,13 +10,14 @@
 //!   `model.establish_links(..)` / `self.delete_links(..)` on
 //!   `ActiveModelEx`. SeaORM's versions need its `IntoActiveModel`, which
 //!   the sealed module diverts; inherent methods of the same names win
-//!   method resolution, so the bodies type-check, and each is bounded by a
-//!   trait only hierlock's nested transaction (`NestedTxn`, begun by a
-//!   proof) carries: called directly, on `<Entity as EntityTrait>::ActiveModel(Ex)`
-//!   with anything else, each is a compile error too. Under a proof the
-//!   row writes check each row against it (`hierlock::__private::dense::{insert,
-//!   update, delete}`), and so do the junction links of `via` relations
-//!   (`hierlock::__private::dense::{establish_links*, delete_links*}`).
+//!   method resolution, so the bodies type-check. Each is bounded by a
+//!   trait that SeaORM transactions carry and connections do not (called
+//!   directly with a connection, a compile error), and writes only on the
+//!   `NestedTxn` a proof begins, refusing any other transaction at run
+//!   time: under a proof the row writes check each row against it
+//!   (`hierlock::__private::dense::{insert, update, delete}`), and so do
+//!   the links through a protected junction; the links through a plain
+//!   junction are SeaORM's (see `super::via`).
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -80,7 +81,22 @@ pub(in crate::protected) fn shadows(krate: &Path) -> TokenStream {
             }
         });
     let self_links = quote!(#(#self_links)*);
-    let link_methods = quote! {
+    let self_unlink = quote! {
+        /// Only in a nested delete under a proof, which checks each
+        /// junction row: use `junction::Entity::delete_many().filter(..)
+        /// .exec(&lock)`.
+        pub fn delete_links_self<'__hierlock, J, C>(&'__hierlock self, _: J, db: &'__hierlock C) -> #deleted
+        where
+            Entity: #sea_orm::RelatedSelfVia<J>,
+            #junction
+            C: #links + ?Sized,
+        {
+            #dense::delete_links_self::<Self, J, C>(self, db)
+        }
+    };
+    // The raw `ActiveModel` links through protected junctions only (its
+    // shadows stand in for SeaORM's trait methods, which users could call).
+    let raw_links = quote! {
         /// Only in a nested save under a proof, which checks each junction
         /// row: use `junction::Entity::insert(am).exec(&lock)` per link.
         pub fn establish_links<'__hierlock, J, R, C>(
@@ -100,8 +116,6 @@ pub(in crate::protected) fn shadows(krate: &Path) -> TokenStream {
             #dense::establish_links::<Self, R, J, C>(self, related, delete_leftover, db)
         }
 
-        #self_links
-
         /// Only in a nested delete under a proof, which checks each
         /// junction row: use `junction::Entity::delete_many().filter(..)
         /// .exec(&lock)`.
@@ -113,17 +127,37 @@ pub(in crate::protected) fn shadows(krate: &Path) -> TokenStream {
         {
             #dense::delete_links::<Self, J, C>(self, db)
         }
-
-        /// Only in a nested delete under a proof, which checks each
-        /// junction row: use `junction::Entity::delete_many().filter(..)
-        /// .exec(&lock)`.
-        pub fn delete_links_self<'__hierlock, J, C>(&'__hierlock self, _: J, db: &'__hierlock C) -> #deleted
+    };
+    // `ActiveModelEx`'s, which SeaORM's nested save calls for each `via`
+    // field, ask the field's junction (see `super::via`): a protected one's
+    // links are checked, a plain one's are SeaORM's.
+    let ex_links = quote! {
+        /// Links this row to `related` through the junction `J` of one of
+        /// its `via` fields, as SeaORM's nested save does: through a
+        /// protected junction only under a proof, which checks each link.
+        pub fn establish_links<'__hierlock, J, R, C>(
+            &'__hierlock self,
+            _: J,
+            related: &'__hierlock [R],
+            delete_leftover: bool,
+            db: &'__hierlock C,
+        ) -> #unit
         where
-            Entity: #sea_orm::RelatedSelfVia<J>,
-            #junction
-            C: #links + ?Sized,
+            J: #dense::Junction<Self, R>,
+            C: #links + #sea_orm::ConnectionTrait,
         {
-            #dense::delete_links_self::<Self, J, C>(self, db)
+            <J as #dense::Junction<Self, R>>::establish(self, related, delete_leftover, db)
+        }
+
+        /// Unlinks this row from the rows of the `via` field through the
+        /// junction `J`, as SeaORM's nested delete does: through a
+        /// protected junction only under a proof, which checks each link.
+        pub fn delete_links<'__hierlock, J, C>(&'__hierlock self, _: J, db: &'__hierlock C) -> #deleted
+        where
+            J: #dense::Unlink<Self>,
+            C: #links + #sea_orm::ConnectionTrait,
+        {
+            <J as #dense::Unlink<Self>>::unlink(self, db)
         }
     };
     quote! {
@@ -155,11 +189,15 @@ pub(in crate::protected) fn shadows(krate: &Path) -> TokenStream {
                 #krate::__private::dense::delete::<Entity, C>(self, db)
             }
 
-            #link_methods
+            #raw_links
+            #self_links
+            #self_unlink
         }
 
         impl ActiveModelEx {
-            #link_methods
+            #ex_links
+            #self_links
+            #self_unlink
         }
 
     }

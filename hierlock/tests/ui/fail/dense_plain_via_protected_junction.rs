@@ -1,7 +1,8 @@
-//! A protected dense entity's `via` field through a plain junction to a plain
-//! entity: its links are written under the proof, so the junction and the
-//! entity it reaches must be protected too (or the field becomes an
-//! `impl Related`).
+//! A plain dense entity's `via` field through a protected junction: the
+//! plain entity's nested save would write the junction's rows with SeaORM's
+//! own statements, no lock. Refused at the plain entity's model (a junction
+//! with only the two foreign keys can stay plain; a protected one is
+//! written flat with the proof).
 
 #[hierlock::protected(level = account, user = user_id, account = id)]
 pub mod account {
@@ -14,8 +15,6 @@ pub mod account {
         #[sea_orm(primary_key)]
         pub id: i64,
         pub user_id: i64,
-        #[sea_orm(has_many, via = "account_tag")]
-        pub tags: HasMany<super::tag::Entity>,
     }
 
     impl ActiveModelBehavior for ActiveModel {}
@@ -31,11 +30,14 @@ pub mod tag {
         #[sea_orm(primary_key)]
         pub id: i64,
         pub label: String,
+        #[sea_orm(has_many, via = "account_tag")]
+        pub accounts: HasMany<super::account::Entity>,
     }
 
     impl ActiveModelBehavior for ActiveModel {}
 }
 
+#[hierlock::protected(level = account, user = user_id, account = account_id)]
 pub mod account_tag {
     use sea_orm::entity::prelude::*;
 
@@ -47,17 +49,11 @@ pub mod account_tag {
         pub account_id: i64,
         #[sea_orm(primary_key, auto_increment = false)]
         pub tag_id: i64,
+        pub user_id: i64,
+        #[sea_orm(belongs_to, from = "account_id", to = "id")]
+        pub account: BelongsTo<super::account::Entity>,
         #[sea_orm(belongs_to, from = "tag_id", to = "id")]
         pub tag: BelongsTo<super::tag::Entity>,
-    }
-
-    impl Related<super::account::Entity> for Entity {
-        fn to() -> RelationDef {
-            Entity::belongs_to(super::account::Entity)
-                .from(Column::AccountId)
-                .to(super::account::Column::Id)
-                .into()
-        }
     }
 
     impl ActiveModelBehavior for ActiveModel {}
