@@ -8,13 +8,15 @@
 //! boundary (`find_also_related`, `find_related`, `load_one`) return the
 //! related rows.
 //!
-//! Dense (`tests/crates/sea-orm-cli-dense`: the same five and the
-//! membership junction under `#[protected]`, the plain entities' relation
-//! fields to them turned into `impl Related`, the `via` fields through the
-//! plain `project_tags` dropped): a protected account's nested insert with
-//! its plain audit entries and tags under a proof, refused for another
-//! user's account with nothing written, and the loader reading the plain
-//! rows and the accounts through the protected junction.
+//! Dense (`tests/crates/sea-orm-cli-dense`: the same five under
+//! `#[protected]`, nothing else changed, every relation field across the
+//! boundary kept): a protected account's nested insert with its plain
+//! audit entries and tags, a project linked to tags through the plain
+//! junction, and a plain entry's nested insert carrying a new account, all
+//! under a proof; another user's account refused with nothing written;
+//! with no proof, a nested insert that reaches a protected row refused with
+//! nothing written, one that carries a loaded row unchanged written; and
+//! the loaders reading across the boundary both ways.
 
 use hierlock::ErrorKind;
 use hierlock::sea_orm::{
@@ -236,7 +238,9 @@ pub async fn sea_orm_cli_compact_output_writes_and_reads_across_the_boundary(bac
 pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundary(
     backend: Backend,
 ) {
-    use hierlock::sea_orm::{ActiveValue::NotSet, EntityLoaderTrait};
+    use hierlock::sea_orm::{
+        ActiveValue::NotSet, ConnectionTrait, EntityLoaderTrait, IntoActiveModel,
+    };
 
     let _turn = TURN.lock().await;
     let fx = Fixture::new(backend, "socli_dense", 1000).await;
@@ -269,6 +273,23 @@ pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundar
         account_id: NotSet,
         message: Set(format!("entry {id}")),
     };
+    let tag = |id: i64, account_id: i64| dense::tags::ActiveModel {
+        id: Set(id),
+        account_id: Set(account_id),
+        label: Set(format!("tag {id}")),
+    };
+    let count = async |table: &str| -> i64 {
+        let row = fx
+            .db
+            .query_one_raw(hierlock::sea_orm::Statement::from_string(
+                fx.db.get_database_backend(),
+                format!("SELECT COUNT(*) AS n FROM {table}"),
+            ))
+            .await
+            .expect("count")
+            .expect("a row");
+        row.try_get::<i64>("", "n").expect("n")
+    };
 
     let txn = fx.db.begin().await.expect("begin");
     as_user(
@@ -295,20 +316,43 @@ pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundar
                 })
                 .insert(lock)
                 .await?;
-            // The protected junction, written flat.
-            dense::memberships::Entity::insert(dense::memberships::ActiveModel {
+            // A protected project linked to a new plain tag and the stored
+            // one through the plain junction `project_tags`.
+            let vip = dense::tags::Entity::find_by_id(7)
+                .one(lock.txn())
+                .await?
+                .expect("tag 7");
+            dense::projects::NestedActiveModel::from(dense::projects::ActiveModel {
+                id: Set(100),
                 user_id: Set(1),
                 account_id: Set(10),
-                role: Set("owner".into()),
+                title: Set("launch".into()),
             })
-            .exec(lock)
+            .add_tag(tag(8, 10))
+            .add_tag(IntoActiveModel::into_active_model(vip))
+            .insert(lock)
             .await?;
+            // A plain audit entry's nested insert carrying a new protected
+            // account, given the proof: the account is checked against it.
+            dense::audit_log::ActiveModelEx::from(entry(3))
+                .set_accounts(dense::accounts::NestedActiveModel::from(account(11, 1)))
+                .insert(lock)
+                .await?;
             Ok(())
         },
     )
     .await
     .expect("the proof")
     .expect("user 1's writes");
+    // The plain membership junction, with SeaORM's own insert.
+    dense::memberships::ActiveModel {
+        user_id: Set(1),
+        account_id: Set(10),
+        role: Set("owner".into()),
+    }
+    .insert(&txn)
+    .await
+    .expect("a membership");
     txn.commit().await.expect("commit");
 
     // Another user's account with an audit entry, under user 1's proof:
@@ -316,32 +360,89 @@ pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundar
     let txn = fx.db.begin().await.expect("begin");
     let outcome = as_user(&fx.locker, &txn, 1, async |lock| {
         dense::accounts::NestedActiveModel::from(account(20, 2))
-            .add_audit_log(entry(3))
+            .add_audit_log(entry(4))
             .insert(lock)
             .await
     })
     .await
     .expect("the proof");
     crate::dense::nested_error(outcome, ErrorKind::NotCovered, "user 2's account");
+    // The same through a plain entry's nested insert.
+    let outcome = as_user(&fx.locker, &txn, 1, async |lock| {
+        dense::audit_log::ActiveModelEx::from(entry(5))
+            .set_accounts(dense::accounts::NestedActiveModel::from(account(21, 2)))
+            .insert(lock)
+            .await
+    })
+    .await
+    .expect("the proof");
+    crate::dense::nested_error(outcome, ErrorKind::NotCovered, "user 2's account, nested");
     txn.rollback().await.expect("rollback");
-    let entries = dense::audit_log::Entity::find()
+
+    // With no proof: a plain entry's nested insert carrying a new account,
+    // and a protected nested insert given the proof's transaction, are
+    // refused when they reach the protected row; nothing is written.
+    let txn = fx.db.begin().await.expect("begin");
+    let outcome = dense::audit_log::ActiveModelEx::from(entry(6))
+        .set_accounts(dense::accounts::NestedActiveModel::from(account(12, 1)))
+        .insert(&txn)
+        .await;
+    let refused = crate::dense::nested_error(outcome, ErrorKind::Misuse, "no proof, plain save");
+    assert!(
+        refused.to_string().contains("`accounts`") && refused.to_string().contains(".save(&lock)"),
+        "names the row and the way: {refused}"
+    );
+    let outcome = as_user(&fx.locker, &txn, 1, async |lock| {
+        dense::accounts::NestedActiveModel::from(account(13, 1))
+            .add_audit_log(entry(7))
+            .insert(lock.txn())
+            .await
+    })
+    .await
+    .expect("the proof");
+    crate::dense::nested_error(outcome, ErrorKind::Misuse, "the proof's transaction");
+    txn.commit().await.expect("commit");
+    assert_eq!(count("accounts").await, 2, "accounts 10 and 11 only");
+    assert_eq!(count("audit_log").await, 3, "entries 1 to 3 only");
+
+    // A plain entry that carries its loaded account unchanged saves with no
+    // proof: SeaORM writes the entry and leaves the account alone.
+    let loaded = dense::audit_log::Entity::load()
+        .with(dense::accounts::Entity)
+        .filter_by_id(3)
+        .one(&fx.db)
+        .await
+        .expect("load entry 3")
+        .expect("entry 3");
+    let mut changed = dense::audit_log::ActiveModelEx::from(loaded);
+    changed.message = Set("entry 3, edited".into());
+    changed
+        .update(&fx.db)
+        .await
+        .expect("the plain entry's save");
+
+    // The loaders read across the boundary both ways: the plain entries'
+    // accounts, the protected account's plain rows, the tags' projects and
+    // the project's tags through the plain junction, the user's accounts
+    // through the plain membership.
+    let entries = dense::audit_log::Entity::load()
+        .with(dense::accounts::Entity)
         .order_by_asc(dense::audit_log::Column::Id)
-        .find_also_related(dense::accounts::Entity)
         .all(&fx.db)
         .await
         .expect("audit entries with their account");
-    let seen: Vec<(i64, Option<i64>)> = entries
+    let seen: Vec<(i64, Option<i64>, &str)> = entries
         .iter()
-        .map(|(e, a)| (e.id, a.as_ref().map(|a| a.id)))
+        .map(|e| (e.id, e.accounts.as_ref().map(|a| a.id), e.message.as_str()))
         .collect();
     assert_eq!(
         seen,
-        [(1, Some(10)), (2, Some(10))],
-        "the refused save wrote nothing"
+        [
+            (1, Some(10), "entry 1"),
+            (2, Some(10), "entry 2"),
+            (3, Some(11), "entry 3, edited")
+        ],
     );
-
-    // The loader reads the plain rows through the protected account's
-    // fields, and the accounts through the protected junction.
     let loaded = dense::accounts::Entity::load()
         .with(dense::audit_log::Entity)
         .with(dense::tags::Entity)
@@ -351,14 +452,27 @@ pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundar
         .expect("load account 10")
         .expect("account 10");
     assert_eq!(loaded.audit_logs.len(), 2);
-    assert_eq!(
-        loaded
-            .tags
-            .iter()
-            .map(|t| t.label.as_str())
-            .collect::<Vec<_>>(),
-        ["vip"]
-    );
+    let mut labels: Vec<&str> = loaded.tags.iter().map(|t| t.label.as_str()).collect();
+    labels.sort_unstable();
+    assert_eq!(labels, ["tag 8", "vip"]);
+    let project = dense::projects::Entity::load()
+        .with(dense::tags::Entity)
+        .filter_by_id(100)
+        .one(&fx.db)
+        .await
+        .expect("load project 100")
+        .expect("project 100");
+    let mut linked: Vec<i64> = project.tags.iter().map(|t| t.id).collect();
+    linked.sort_unstable();
+    assert_eq!(linked, [7, 8], "both tags linked through project_tags");
+    let tag = dense::tags::Entity::load()
+        .with(dense::projects::Entity)
+        .filter_by_id(8)
+        .one(&fx.db)
+        .await
+        .expect("load tag 8")
+        .expect("tag 8");
+    assert_eq!(tag.projects.iter().map(|p| p.id).collect::<Vec<_>>(), [100]);
     let user = dense::users::Entity::load()
         .with(dense::accounts::Entity)
         .filter_by_id(1)

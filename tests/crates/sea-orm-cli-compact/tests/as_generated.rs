@@ -15,6 +15,5 @@ fn sources_are_the_generated_ones_with_the_attribute_alone() {
         &here.join("src"),
         &here.join("../../sea-orm-cli/compact/src"),
         &["accounts", "invoices", "line_items", "projects", "users"],
-        &[],
     );
 }

@@ -12,28 +12,22 @@ pub struct Model {
     pub account_id: i64,
     #[sea_orm(column_type = "Text")]
     pub message: String,
-}
-
-// hierlock: in place of the generated relation field to the protected
-// `accounts` (a plain entity's nested save would write it without a lock).
-impl Related<super::accounts::Entity> for Entity {
-    fn to() -> RelationDef {
-        Entity::belongs_to(super::accounts::Entity)
-            .from(Column::AccountId)
-            .to(super::accounts::Column::Id)
-            .into()
-    }
-}
-
-// hierlock: in place of the generated relation field to the protected
-// `users` (a plain entity's nested save would write it without a lock).
-impl Related<super::users::Entity> for Entity {
-    fn to() -> RelationDef {
-        Entity::belongs_to(super::users::Entity)
-            .from(Column::ActorId)
-            .to(super::users::Column::Id)
-            .into()
-    }
+    #[sea_orm(
+        belongs_to,
+        from = "account_id",
+        to = "id",
+        on_update = "Restrict",
+        on_delete = "Restrict"
+    )]
+    pub accounts: BelongsTo<super::accounts::Entity>,
+    #[sea_orm(
+        belongs_to,
+        from = "actor_id",
+        to = "id",
+        on_update = "Restrict",
+        on_delete = "SetNull"
+    )]
+    pub users: BelongsTo<Option<super::users::Entity>>,
 }
 
 impl ActiveModelBehavior for ActiveModel {}

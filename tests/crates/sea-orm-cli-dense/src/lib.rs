@@ -6,7 +6,7 @@ include!("accounts.rs");
 pub mod audit_log;
 include!("invoices.rs");
 include!("line_items.rs");
-include!("memberships.rs");
+pub mod memberships;
 pub mod project_tags;
 include!("projects.rs");
 pub mod tags;

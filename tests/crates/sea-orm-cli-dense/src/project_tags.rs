@@ -12,23 +12,20 @@ pub struct Model {
     pub tag_id: i64,
     #[sea_orm(
         belongs_to,
+        from = "project_id",
+        to = "id",
+        on_update = "Restrict",
+        on_delete = "Restrict"
+    )]
+    pub projects: BelongsTo<super::projects::Entity>,
+    #[sea_orm(
+        belongs_to,
         from = "tag_id",
         to = "id",
         on_update = "Restrict",
         on_delete = "Restrict"
     )]
     pub tags: BelongsTo<super::tags::Entity>,
-}
-
-// hierlock: in place of the generated relation field to the protected
-// `projects` (a plain entity's nested save would write it without a lock).
-impl Related<super::projects::Entity> for Entity {
-    fn to() -> RelationDef {
-        Entity::belongs_to(super::projects::Entity)
-            .from(Column::ProjectId)
-            .to(super::projects::Column::Id)
-            .into()
-    }
 }
 
 impl ActiveModelBehavior for ActiveModel {}

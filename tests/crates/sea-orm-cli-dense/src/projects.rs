@@ -29,6 +29,8 @@ pub mod projects {
             on_delete = "Restrict"
         )]
         pub users: BelongsTo<super::users::Entity>,
+        #[sea_orm(has_many, via = "project_tags")]
+        pub tags: HasMany<super::tags::Entity>,
     }
 
     impl ActiveModelBehavior for ActiveModel {}

@@ -11,17 +11,16 @@ pub struct Model {
     pub account_id: i64,
     #[sea_orm(unique)]
     pub label: String,
-}
-
-// hierlock: in place of the generated relation field to the protected
-// `accounts` (a plain entity's nested save would write it without a lock).
-impl Related<super::accounts::Entity> for Entity {
-    fn to() -> RelationDef {
-        Entity::belongs_to(super::accounts::Entity)
-            .from(Column::AccountId)
-            .to(super::accounts::Column::Id)
-            .into()
-    }
+    #[sea_orm(
+        belongs_to,
+        from = "account_id",
+        to = "id",
+        on_update = "Restrict",
+        on_delete = "Restrict"
+    )]
+    pub accounts: BelongsTo<super::accounts::Entity>,
+    #[sea_orm(has_many, via = "project_tags")]
+    pub projects: HasMany<super::projects::Entity>,
 }
 
 impl ActiveModelBehavior for ActiveModel {}
