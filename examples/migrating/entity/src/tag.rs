@@ -10,12 +10,12 @@ pub struct Model {
     pub id: i32,
     pub resource_id: i32,
     pub label: String,
-    // Migration: `tag` stays a plain entity, and a plain entity's relation
-    // field may not name a protected one: through it, `tag`'s nested save
-    // would write the protected resource with no lock. The generated field
+    // Migration: `tag` is dense and `resource` compact. A dense relation
+    // field needs a dense entity at its other end (SeaORM's nested model of
+    // it), so the generated field
     //     #[sea_orm(belongs_to, from = "resource_id", to = "id")]
     //     pub resource: BelongsTo<super::resource::Entity>,
-    // became the `Related` impl below.
+    // became the `Related` impl below. Between two dense entities it stays.
 }
 
 impl Related<super::resource::Entity> for Entity {
