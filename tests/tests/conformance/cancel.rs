@@ -392,8 +392,27 @@ async fn exec(conn: &impl ConnectionTrait, sql: &str) -> Result<(), DbErr> {
 /// connection back: the connection is closed, and within 500 ms past the
 /// cost of a new connection the pool hands out a working one, every time.
 pub async fn a_dropped_request_gives_its_connection_back(backend: Backend) {
+    dropped_requests_give_their_connections_back(backend, false).await;
+}
+
+/// The same with `acquire_reading`, whose lock statement also reads rows.
+pub async fn a_dropped_reading_request_gives_its_connection_back(backend: Backend) {
+    dropped_requests_give_their_connections_back(backend, true).await;
+}
+
+/// Requests dropped while they wait (`reading`: through `acquire_reading`)
+/// give their pool's connection back in a new connection's time.
+async fn dropped_requests_give_their_connections_back(backend: Backend, reading: bool) {
     const REPS: usize = 20;
-    let fx = Fixture::new(backend, "droppool", 1000).await;
+    let fx = Fixture::new(
+        backend,
+        if reading { "droppoolr" } else { "droppool" },
+        1000,
+    )
+    .await;
+    if reading {
+        crate::reading::prepare_ledger(&fx).await;
+    }
     let r = Target::resource("u1", "a1", "r1").write();
     let holder = holding(&fx, std::slice::from_ref(&r)).await;
     let pool = fx.another_pool(1).await;
@@ -430,7 +449,11 @@ pub async fn a_dropped_request_gives_its_connection_back(backend: Backend) {
             id_tx
                 .send(fx.connection_id(&txn).await)
                 .expect("the test listens");
-            take(&fx, &txn, std::slice::from_ref(&r), wait).await
+            if reading {
+                crate::reading::take_reading(&fx, &txn, std::slice::from_ref(&r), wait).await
+            } else {
+                take(&fx, &txn, std::slice::from_ref(&r), wait).await
+            }
         };
         tokio::select! {
             outcome = request => panic!("granted while held: {outcome:?}"),
@@ -462,8 +485,8 @@ pub async fn a_dropped_request_gives_its_connection_back(backend: Backend) {
         );
     }
     eprintln!(
-        "{backend:?}: a connection back at most {slowest:?} after a drop, {REPS} reps \
-         (a new connection: {connect:?})"
+        "{backend:?} (reading: {reading}): a connection back at most {slowest:?} after a drop, \
+         {REPS} reps (a new connection: {connect:?})"
     );
     holder.rollback().await.expect("rollback");
 }

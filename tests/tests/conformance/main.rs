@@ -122,6 +122,7 @@ macro_rules! exact_tests {
             deadlock::large_mixed_plans_never_deadlock,
             cancel::a_dropped_acquisition_ends_its_server_side_wait,
             cancel::a_dropped_request_gives_its_connection_back,
+            cancel::a_dropped_reading_request_gives_its_connection_back,
             cancel::a_storm_of_dropped_waiters_never_reaches_the_next_requests,
             cancel::a_deadline_burst_on_a_slow_network_ends_in_lock_timeouts,
             cancel::a_timeout_is_one_deadline_for_the_whole_acquisition,

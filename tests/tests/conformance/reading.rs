@@ -63,6 +63,28 @@ async fn ledger_with(fx: &Fixture, (first, last): (i64, i64), ids: &[i64]) {
 }
 
 /// An entity whose table does not exist.
+/// The ledger's rows of the cancellation tests (ids 4001 to 4002).
+pub(crate) async fn prepare_ledger(fx: &Fixture) {
+    ledger_with(fx, (4001, 4002), &[4001, 4002]).await;
+}
+
+/// `acquire_reading_with` of `requests`, reading the rows of
+/// [`prepare_ledger`]: the number of statements, or the error.
+pub(crate) async fn take_reading(
+    fx: &Fixture,
+    txn: &DatabaseTransaction,
+    requests: &[hierlock::Request],
+    wait: Wait,
+) -> Result<usize, Error> {
+    let select = ledger::Entity::find().filter(ledger::Column::Id.between(4001, 4002));
+    let (locks, rows) = fx
+        .locker
+        .acquire_reading_with(txn, requests.iter().cloned(), select, wait)
+        .await?;
+    assert_eq!(rows.len(), 2, "the ledger's rows");
+    Ok(locks.statements())
+}
+
 mod missing {
     use sea_orm::entity::prelude::*;
 
