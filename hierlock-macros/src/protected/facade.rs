@@ -89,11 +89,25 @@ pub(super) fn expand(
     } else {
         dense_placeholders(&name, &defined_names(&items))
     };
-    // The dense nested writes call `into_active_model()` on related rows and
-    // need SeaORM's (diverted) conversion to the raw active model, not this
-    // one; a dense row converts with `ActiveModel::from(model)`.
+    // SeaORM's dense nested writes, a plain entity's among them, call
+    // `item.into_active_model()` on the related rows they unlink or delete
+    // and write what it gives with the raw active model's methods, which
+    // `#[protected]` shadows (a proof's transaction writes, another is
+    // refused): SeaORM's `IntoActiveModel` into it, which `Insert::one`
+    // would also take, stays diverted, so the conversion is inherent. A
+    // dense row converts to the protected active model with
+    // `ActiveModel::from(model)`.
     let into_active_model = if dense {
-        TokenStream::new()
+        quote! {
+            /// SeaORM's raw active model of this row, which SeaORM's nested
+            /// writes unlink or delete related rows through: it writes only in a
+            /// nested save under a proof. To change the row, use
+            /// `ActiveModel::from(model)` and `Entity::update(am).exec(&lock)`.
+            #[doc(hidden)]
+            pub fn into_active_model(self) -> ActiveModel {
+                ::core::convert::From::from(self)
+            }
+        }
     } else {
         quote! {
             /// This row as a protected active model, to change and write

@@ -9,8 +9,10 @@
 
 use hierlock::ErrorKind;
 use hierlock::sea_orm::{
+    ActiveModelTrait,
     ActiveValue::{NotSet, Set},
-    EntityLoaderTrait, EntityTrait, QueryOrder, Schema, TransactionTrait,
+    ColumnTrait, DatabaseTransaction, EntityLoaderTrait, EntityTrait, QueryFilter, QueryOrder,
+    Schema, TransactionTrait,
 };
 use hierlock_tests::{Backend, Fixture};
 
@@ -65,7 +67,8 @@ pub mod note {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-/// Plain, with no relation of its own.
+/// Plain, the parent of protected accounts (as `sea-orm-cli` writes the
+/// back-reference of their nullable foreign key).
 pub mod currency {
     use hierlock::sea_orm::entity::prelude::*;
 
@@ -76,6 +79,8 @@ pub mod currency {
         #[sea_orm(primary_key, auto_increment = false)]
         pub id: i64,
         pub code: String,
+        #[sea_orm(has_many)]
+        pub accounts: HasMany<super::account::Entity>,
     }
 
     impl ActiveModelBehavior for ActiveModel {}
@@ -220,4 +225,85 @@ pub async fn dense_protected_fields_to_plain_entities_save_load_and_delete(backe
         1,
         "a belongs_to parent stays"
     );
+}
+
+/// A plain parent's nested save that would unlink its protected children
+/// (`Replace` of its `has_many`: SeaORM clears their foreign key): refused
+/// with no proof, nothing changed; done with the proof.
+pub async fn dense_plain_parent_unlinks_protected_children_only_with_a_proof(backend: Backend) {
+    let _turn = TURN.lock().await;
+    let fx = fixture(backend).await;
+    let txn = fx.db.begin().await.expect("begin");
+    currency::ActiveModel {
+        id: Set(1),
+        code: Set("EUR".into()),
+    }
+    .insert(&txn)
+    .await
+    .expect("a currency");
+    as_user(
+        &fx.locker,
+        &txn,
+        1,
+        async |lock| -> Result<(), hierlock::Error> {
+            for id in [10, 11] {
+                let mut row = new_account(id, 1);
+                row.currency_id = Set(Some(1));
+                account::Entity::insert(row).exec(lock).await?;
+            }
+            Ok(())
+        },
+    )
+    .await
+    .expect("the proof")
+    .expect("user 1's accounts");
+    txn.commit().await.expect("commit");
+    let unlink =
+        async |conn: &DatabaseTransaction,
+               lock: Option<&hierlock::Locked<'_, hierlock::proof::UserLevel>>| {
+            let loaded = currency::Entity::load()
+                .with(account::Entity)
+                .filter_by_id(1)
+                .one(conn)
+                .await
+                .expect("load currency 1")
+                .expect("currency 1");
+            assert_eq!(
+                loaded.accounts.len(),
+                2,
+                "the loader reads the protected children"
+            );
+            let mut am = currency::ActiveModelEx::from(loaded);
+            am.accounts
+                .replace_all(Vec::<account::NestedActiveModel>::new());
+            match lock {
+                Some(lock) => am.save(lock).await.map(drop),
+                None => am.save(conn).await.map(drop),
+            }
+        };
+    let linked = async || {
+        account::Entity::find()
+            .filter(account::Column::CurrencyId.eq(1))
+            .all(&fx.db)
+            .await
+            .expect("accounts")
+            .len()
+    };
+
+    let txn = fx.db.begin().await.expect("begin");
+    let refused = unlink(&txn, None).await;
+    let e = nested_error(refused, ErrorKind::Misuse, "unlinking with no proof");
+    assert!(e.to_string().contains("hlp_accounts"), "{e}");
+    txn.rollback().await.expect("rollback");
+    assert_eq!(linked().await, 2, "the refused save changed nothing");
+
+    let txn = fx.db.begin().await.expect("begin");
+    as_user(&fx.locker, &txn, 1, async |lock| {
+        unlink(&txn, Some(lock)).await
+    })
+    .await
+    .expect("the proof")
+    .expect("unlinked under the proof");
+    txn.commit().await.expect("commit");
+    assert_eq!(linked().await, 0, "both accounts unlinked");
 }

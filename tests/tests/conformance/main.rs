@@ -80,6 +80,7 @@ macro_rules! common_tests {
             sea_orm_cli::sea_orm_cli_compact_output_writes_and_reads_across_the_boundary,
             sea_orm_cli::sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundary,
             dense_plain::dense_protected_fields_to_plain_entities_save_load_and_delete,
+            dense_plain::dense_plain_parent_unlinks_protected_children_only_with_a_proof,
             dense::dense_protected_flat_writes_with_a_proof,
             dense::dense_protected_uncovered_writes_are_not_covered,
             dense::dense_nested_save_under_a_proof_writes_every_row,
