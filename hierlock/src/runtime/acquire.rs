@@ -11,6 +11,7 @@ use tracing::Instrument;
 use crate::backend::bucket_rows;
 use crate::backend::cancel::Canceller;
 use crate::backend::dialect::{Dialect, server_version};
+use crate::backend::hot_keys::HotKeys;
 use crate::backend::postgres::advisory;
 use crate::backend::row_read::RowRead;
 use crate::backend::run::Run;
@@ -78,6 +79,8 @@ struct Inner {
     topology: Topology,
     /// The lease the server applies (see [`Locker::lease`]).
     lease: Option<std::time::Duration>,
+    /// Keys whose `NOWAIT` try failed a moment ago (MySQL family).
+    hot: HotKeys,
 }
 
 impl Locker {
@@ -132,6 +135,7 @@ impl Locker {
                 canceller,
                 topology,
                 lease,
+                hot: HotKeys::new(),
             }),
         })
     }
@@ -462,7 +466,7 @@ impl Locker {
         let (table, canceller) = (self.inner.config.table(), &self.inner.canceller);
         match self.inner.strategy {
             Strategy::BucketRows if self.probes_first() => {
-                bucket_rows::take_probing(run, plan, table, canceller).await
+                bucket_rows::take_probing(run, plan, table, canceller, &self.inner.hot).await
             }
             Strategy::BucketRows => bucket_rows::take(run, plan, table).await,
             Strategy::Advisory { .. } => advisory::take_probing(run, plan, canceller).await,
@@ -470,7 +474,8 @@ impl Locker {
         }
     }
 
-    /// Whether acquisitions that may wait first try without waiting, so that
+    /// Whether acquisitions that may wait first try without waiting (on the
+    /// MySQL family, unless a key of the plan is hot: see [`HotKeys`]), so that
     /// an uncontended acquisition is one round trip and the connection id
     /// that cancellation needs is read only when the plan must wait: on the
     /// MySQL family (one statement takes a whole plan, up to 100 runs of

@@ -207,16 +207,7 @@ async fn questions(fx: &Fixture, txn: &DatabaseTransaction) -> Option<i64> {
     if !fx.locker.dialect().is_mysql_family() {
         return None;
     }
-    let row = txn
-        .query_one_raw(sea_orm::Statement::from_string(
-            fx.db.get_database_backend(),
-            "SHOW SESSION STATUS LIKE 'Questions'",
-        ))
-        .await
-        .expect("status")
-        .expect("a row");
-    let value: String = row.try_get_by_index(1).expect("value");
-    Some(value.parse().expect("a number"))
+    Some(crate::support::session_questions(txn).await as i64)
 }
 
 /// A reader that waits reads what the holder committed, under both

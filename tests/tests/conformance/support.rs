@@ -167,3 +167,18 @@ pub fn assert_kind<T: std::fmt::Debug>(outcome: Result<T, Error>, kind: ErrorKin
         Ok(v) => panic!("{what}: expected {kind:?}, got Ok({v:?})"),
     }
 }
+
+/// The server's count of the statements `txn`'s session received
+/// (`Questions`; MySQL family), this reading included.
+pub async fn session_questions(txn: &DatabaseTransaction) -> u64 {
+    let row = txn
+        .query_one_raw(sea_orm::Statement::from_string(
+            sea_orm::DbBackend::MySql,
+            "SHOW SESSION STATUS LIKE 'Questions'",
+        ))
+        .await
+        .expect("read Questions")
+        .expect("a Questions row");
+    let value: String = row.try_get_by_index(1).expect("its value");
+    value.parse().expect("a count")
+}

@@ -18,11 +18,11 @@ use hierlock::proof::AccountLevel;
 use hierlock::sea_orm::sea_query::{Expr, OnConflict};
 use hierlock::sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
-    DbBackend, EntityTrait, ExprTrait, IntoActiveModel, Statement, TransactionTrait,
+    EntityTrait, ExprTrait, IntoActiveModel, TransactionTrait,
 };
 use hierlock_tests::{Backend, Fixture};
 
-use crate::support::as_account;
+use crate::support::{as_account, session_questions};
 
 const TABLE: &str = "hlp_counted";
 
@@ -108,7 +108,7 @@ pub(crate) enum Counter {
 impl Counter {
     pub(crate) async fn now(&self, txn: &DatabaseTransaction) -> u64 {
         match self {
-            Counter::Server { .. } => questions(txn).await,
+            Counter::Server { .. } => session_questions(txn).await,
             Counter::Client(sent) => sent.load(Ordering::SeqCst),
         }
     }
@@ -122,25 +122,12 @@ impl Counter {
     }
 }
 
-async fn questions(txn: &DatabaseTransaction) -> u64 {
-    let row = txn
-        .query_one_raw(Statement::from_string(
-            DbBackend::MySql,
-            "SHOW SESSION STATUS LIKE 'Questions'",
-        ))
-        .await
-        .expect("read Questions")
-        .expect("a Questions row");
-    let value: String = row.try_get_by_index(1).expect("its value");
-    value.parse().expect("a count")
-}
-
 /// A pool of one connection whose statements `counter` counts.
 pub(crate) async fn counted_pool(fx: &Fixture, backend: Backend) -> (DatabaseConnection, Counter) {
     let mut db = fx.another_pool(1).await;
     if matches!(backend, Backend::MariaDb | Backend::MySql) {
         let txn = db.begin().await.expect("begin");
-        let (first, second) = (questions(&txn).await, questions(&txn).await);
+        let (first, second) = (session_questions(&txn).await, session_questions(&txn).await);
         txn.rollback().await.expect("rollback");
         return (
             db,
