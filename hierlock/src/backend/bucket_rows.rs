@@ -5,7 +5,6 @@
 use sea_orm::{ConnectionTrait, QueryResult};
 
 use super::cancel::Canceller;
-use super::hot_keys::HotKeys;
 use super::run::Run;
 use crate::config::{TableName, Wait};
 use crate::error::{Error, ErrorKind, Result, TxnState};
@@ -13,20 +12,14 @@ use crate::model::plan::{KeyKind, LockPlan, PlannedLock};
 
 /// Try the plan with `NOWAIT`; if a row is taken, wait for it (the rows
 /// the attempt locked stay locked: a prefix of the plan, in order, which
-/// the waiting statements take again). A plan on a key whose try failed a
-/// moment ago waits at once (see [`HotKeys`]).
+/// the waiting statements take again).
 pub(crate) async fn take_probing(
     run: &mut Run<'_, impl ConnectionTrait>,
     plan: &LockPlan,
     table: &TableName,
     canceller: &Canceller,
-    hot: &HotKeys,
 ) -> Result<()> {
     if run.wait == Wait::NoWait {
-        return take(run, plan, table).await;
-    }
-    if hot.any_hot(plan.locks()) {
-        run.prepare_cancel(canceller).await?;
         return take(run, plan, table).await;
     }
     let wait = std::mem::replace(&mut run.wait, Wait::NoWait);
@@ -34,7 +27,6 @@ pub(crate) async fn take_probing(
     run.wait = wait;
     match probe {
         Err(err) if err.kind() == ErrorKind::WouldBlock => {
-            hot.mark(plan.locks());
             run.holds_prefix = plan.locks().len() > 1;
             run.prepare_cancel(canceller).await?;
             take(run, plan, table).await

@@ -10,7 +10,6 @@ pub(crate) mod cancel;
 pub(crate) mod classify;
 pub(crate) mod dialect;
 pub(crate) mod fence;
-pub(crate) mod hot_keys;
 pub(crate) mod mysql;
 pub(crate) mod postgres;
 pub(crate) mod row_read;

@@ -11,7 +11,6 @@ use tracing::Instrument;
 use crate::backend::bucket_rows;
 use crate::backend::cancel::Canceller;
 use crate::backend::dialect::{Dialect, server_version};
-use crate::backend::hot_keys::HotKeys;
 use crate::backend::postgres::advisory;
 use crate::backend::row_read::RowRead;
 use crate::backend::run::Run;
@@ -79,8 +78,6 @@ struct Inner {
     topology: Topology,
     /// The lease the server applies (see [`Locker::lease`]).
     lease: Option<std::time::Duration>,
-    /// Keys whose `NOWAIT` try failed a moment ago (MySQL family).
-    hot: HotKeys,
 }
 
 impl Locker {
@@ -135,7 +132,6 @@ impl Locker {
                 canceller,
                 topology,
                 lease,
-                hot: HotKeys::new(),
             }),
         })
     }
@@ -466,7 +462,7 @@ impl Locker {
         let (table, canceller) = (self.inner.config.table(), &self.inner.canceller);
         match self.inner.strategy {
             Strategy::BucketRows if self.probes_first() => {
-                bucket_rows::take_probing(run, plan, table, canceller, &self.inner.hot).await
+                bucket_rows::take_probing(run, plan, table, canceller).await
             }
             Strategy::BucketRows => bucket_rows::take(run, plan, table).await,
             Strategy::Advisory { .. } => advisory::take_probing(run, plan, canceller).await,
@@ -474,8 +470,7 @@ impl Locker {
         }
     }
 
-    /// Whether acquisitions that may wait first try without waiting (on the
-    /// MySQL family, unless a key of the plan is hot: see [`HotKeys`]), so that
+    /// Whether acquisitions that may wait first try without waiting, so that
     /// an uncontended acquisition is one round trip and the connection id
     /// that cancellation needs is read only when the plan must wait: on the
     /// MySQL family (one statement takes a whole plan, up to 100 runs of

@@ -15,7 +15,6 @@ mod dense_plain;
 mod errors;
 mod faults;
 mod handle;
-mod hot_keys;
 mod lease;
 mod matrix;
 mod partition;
@@ -154,7 +153,6 @@ macro_rules! exact_tests {
 }
 
 exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
-    hot_keys::a_hot_keys_wait_sends_no_failed_try,
     subtree::subtree_stress_in_a_tiny_bucket_space,
     subtree::subtree_layout_mismatch_is_refused,
     scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
@@ -165,7 +163,6 @@ exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
     errors::partial_lock_set_after_a_mysql_failure_stays_held,
     errors::dropped_table_is_not_provisioned);
 exact_tests!(mysql => hierlock_tests::Backend::MySql;
-    hot_keys::a_hot_keys_wait_sends_no_failed_try,
     subtree::subtree_stress_in_a_tiny_bucket_space,
     subtree::subtree_layout_mismatch_is_refused,
     scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
