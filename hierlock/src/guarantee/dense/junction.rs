@@ -30,6 +30,11 @@ use crate::guarantee::protect::Protect;
 
 /// The junction `Self` of a `via` relation from `M`'s rows to `R`'s:
 /// links a row to related rows in a nested save.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not the junction of a `via` field of this protected entity",
+    label = "links through a junction no `via` field names",
+    note = "a protected entity links rows through the junctions its `via` fields name (`#[sea_orm(has_many, via = \"junction\")]`); write other links flat with the proof: `junction::Entity::insert(am).exec(&lock)`"
+)]
 pub trait Junction<M, R>: Sized {
     /// Link `model` to each of `related` (`delete_leftover`: unlink the
     /// rows not among them), as SeaORM's `establish_links`.
@@ -45,6 +50,11 @@ pub trait Junction<M, R>: Sized {
 
 /// The junction `Self` of a `via` relation of `M`'s rows: unlinks a row
 /// deleted in a nested delete.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not the junction of a `via` field of this protected entity",
+    label = "unlinks through a junction no `via` field names",
+    note = "a protected entity unlinks rows through the junctions its `via` fields name; delete other links with the proof: `junction::Entity::delete_many().filter(..).exec(&lock)`"
+)]
 pub trait Unlink<M>: Sized {
     /// Delete `model`'s links, as SeaORM's `delete_links`.
     fn unlink<'a, C>(model: &'a M, db: &'a C) -> NestedFuture<'a, DeleteResult>

@@ -54,6 +54,8 @@ fn via_junction(attrs: &[syn::Attribute]) -> Option<Ident> {
                 self_ref = true;
             } else if meta.input.peek(syn::Token![=]) {
                 let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _: proc_macro2::Group = meta.input.parse()?;
             }
             Ok(())
         });
@@ -146,7 +148,7 @@ mod tests {
         let items: Vec<Item> = vec![syn::parse_quote! {
             pub struct Model {
                 pub id: i64,
-                #[sea_orm(has_many, via = "project_tags")]
+                #[sea_orm(has_many, extra(of = "a list"), via = "project_tags")]
                 pub tags: HasMany<super::tags::Entity>,
                 #[sea_orm(has_many, via = "links::Relation")]
                 pub others: HasMany<super::other::Entity>,
