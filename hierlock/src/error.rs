@@ -145,7 +145,10 @@ pub enum Error {
     /// database than the locker's, a proof of another transaction, a lock
     /// out of the global order (`within`), or more than
     /// [`MAX_LOCKS_PER_CALL`](crate::MAX_LOCKS_PER_CALL) locks in one call.
-    /// Nothing was sent to the server.
+    /// Nothing was sent to the server. Also a dense entity's nested write
+    /// that reaches a protected row with no proof, or a row above its
+    /// proof's level: refused before that row's statement, and the nested
+    /// save's transaction rolls back, so nothing of the save remains.
     #[error("{0}")]
     Misuse(String),
 
