@@ -13,8 +13,8 @@
 //! Whether the junction is protected is known only where its type is:
 //! `#[protected]` implements both traits for each junction its `Model`'s
 //! `via` fields name, and picks the kind there with [`Probe`], whose
-//! `junction()` resolves to [`Checked`] when the junction implements
-//! [`Protect`] and to [`Unchecked`] otherwise (method resolution prefers
+//! `junction()` resolves to `Checked` when the junction implements
+//! [`Protect`] and to `Unchecked` otherwise (method resolution prefers
 //! the impl that needs no auto-reference). A protected junction therefore
 //! never takes the plain path.
 
@@ -76,7 +76,7 @@ impl<J> Probe<J> {
 
 /// The kind of a protected junction (see [`Probe`]).
 pub trait ProtectedJunction<J> {
-    /// [`Checked`].
+    /// `Checked`: the links checked against the proof.
     fn junction(&self) -> Checked<J>;
 }
 
@@ -88,7 +88,7 @@ impl<J: Protect> ProtectedJunction<J> for Probe<J> {
 
 /// The kind of a plain junction (see [`Probe`]).
 pub trait PlainJunction<J> {
-    /// [`Unchecked`].
+    /// `Unchecked`: SeaORM's own links.
     fn junction(&self) -> Unchecked<J>;
 }
 
