@@ -17,7 +17,7 @@ use hierlock::sea_orm::{
 use hierlock_tests::{Backend, Fixture};
 
 use crate::dense::nested_error;
-use crate::support::{as_user, recreate_tables};
+use crate::support::{as_user, count, recreate_tables};
 
 #[hierlock::protected(level = account, user = user_id, account = id)]
 pub mod account {
@@ -119,11 +119,6 @@ fn new_note(text: &str) -> note::ActiveModel {
         account_id: NotSet,
         text: Set(text.to_owned()),
     }
-}
-
-async fn count<E: EntityTrait>(fx: &Fixture, entity: E) -> u64 {
-    let _ = entity;
-    E::find().all(&fx.db).await.expect("rows").len() as u64
 }
 
 pub async fn dense_protected_fields_to_plain_entities_save_load_and_delete(backend: Backend) {

@@ -29,7 +29,7 @@ use hierlock_layout_sea_orm_cli_compact::{
 use hierlock_layout_sea_orm_cli_dense as dense;
 use hierlock_tests::{Backend, Fixture};
 
-use crate::support::{as_user, assert_kind, recreate_tables};
+use crate::support::{as_user, assert_kind, count, recreate_tables};
 
 /// The schema's tables, children first (the order to drop them in).
 const GENERATED_TABLES: &[&str] = &[
@@ -238,9 +238,7 @@ pub async fn sea_orm_cli_compact_output_writes_and_reads_across_the_boundary(bac
 pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundary(
     backend: Backend,
 ) {
-    use hierlock::sea_orm::{
-        ActiveValue::NotSet, ConnectionTrait, EntityLoaderTrait, IntoActiveModel,
-    };
+    use hierlock::sea_orm::{ActiveValue::NotSet, EntityLoaderTrait, IntoActiveModel};
 
     let _turn = TURN.lock().await;
     let fx = Fixture::new(backend, "socli_dense", 1000).await;
@@ -277,18 +275,6 @@ pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundar
         id: Set(id),
         account_id: Set(account_id),
         label: Set(format!("tag {id}")),
-    };
-    let count = async |table: &str| -> i64 {
-        let row = fx
-            .db
-            .query_one_raw(hierlock::sea_orm::Statement::from_string(
-                fx.db.get_database_backend(),
-                format!("SELECT COUNT(*) AS n FROM {table}"),
-            ))
-            .await
-            .expect("count")
-            .expect("a row");
-        row.try_get::<i64>("", "n").expect("n")
     };
 
     let txn = fx.db.begin().await.expect("begin");
@@ -402,8 +388,16 @@ pub async fn sea_orm_cli_dense_output_nested_writes_and_loads_across_the_boundar
     .expect("the proof");
     crate::dense::nested_error(outcome, ErrorKind::Misuse, "the proof's transaction");
     txn.commit().await.expect("commit");
-    assert_eq!(count("accounts").await, 2, "accounts 10 and 11 only");
-    assert_eq!(count("audit_log").await, 3, "entries 1 to 3 only");
+    assert_eq!(
+        count(&fx, dense::accounts::Entity).await,
+        2,
+        "accounts 10 and 11 only"
+    );
+    assert_eq!(
+        count(&fx, dense::audit_log::Entity).await,
+        3,
+        "entries 1 to 3 only"
+    );
 
     // A plain entry that carries its loaded account unchanged saves with no
     // proof: SeaORM writes the entry and leaves the account alone.

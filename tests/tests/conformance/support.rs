@@ -182,3 +182,9 @@ pub async fn session_questions(txn: &DatabaseTransaction) -> u64 {
     let value: String = row.try_get_by_index(1).expect("its value");
     value.parse().expect("a count")
 }
+
+/// The number of rows of `entity`'s table.
+pub async fn count<E: sea_orm::EntityTrait>(fx: &Fixture, entity: E) -> u64 {
+    let _ = entity;
+    E::find().all(&fx.db).await.expect("rows").len() as u64
+}
