@@ -34,6 +34,7 @@ use super::behavior::is_empty_behavior;
 use super::entity;
 use super::format::{self, compact::active_columns};
 use super::guards::{self, Guard};
+use super::refused;
 
 /// The two modules replacing `module`.
 pub(super) fn expand(
@@ -117,7 +118,7 @@ pub(super) fn expand(
             }
         }
     };
-    let into_raw_active_model = into_raw_active_model(krate, &name);
+    let into_raw_active_model = refused::model_into_active_model(krate, &name, quote!(ActiveModel));
     let dense_shadows = if dense {
         let vias = format::dense::via::fields(&items);
         let junctions = format::dense::via::junction_impls(krate, &vias);
@@ -214,40 +215,6 @@ fn hijack(krate: &Path, dense: bool) -> TokenStream {
             pub use #krate::__private::IntoActiveModel;
             #dense
         }
-    }
-}
-
-/// SeaORM's `IntoActiveModel` into the raw active model, for the stored
-/// `Model` and the protected `ActiveModel`, under a bound nothing meets.
-///
-/// SeaORM's writes that take a model or an active model
-/// (`Insert::one(am)`, `Delete::one(model)`, `ActiveModelTrait::save`,
-/// `ModelTrait::delete`) need this conversion. Without an impl, rustc
-/// reports its bare trait bound and suggests implementing it, which would
-/// hand SeaORM a protected row to write without a lock; with this one it
-/// reports hierlock's refusal (which names the protected write), and a
-/// user's own impl of it is refused: with two impls, SeaORM's derived code
-/// cannot pick one (E0283).
-fn into_raw_active_model(krate: &Path, name: &Ident) -> TokenStream {
-    let sea_orm = quote!(#krate::__private::sea_orm);
-    let guard = Guard::ActiveModelWrite.bound(name);
-    let refused = |from: TokenStream| {
-        quote! {
-            impl<'__hierlock> #sea_orm::IntoActiveModel<ActiveModel> for #from
-            where
-                #guard,
-            {
-                fn into_active_model(self) -> ActiveModel {
-                    #krate::__private::unreachable_write()
-                }
-            }
-        }
-    };
-    let model = refused(quote!(Model));
-    let facade = refused(quote!(super::#name::ActiveModel));
-    quote! {
-        #model
-        #facade
     }
 }
 
@@ -484,6 +451,9 @@ fn facade_active_model(
     let update_without_returning =
         refused("update_without_returning", quote!(#sea_orm::UpdateResult));
     let delete = refused("delete", quote!(#sea_orm::DeleteResult));
+    let active_model_traits = refused::active_model_traits(krate, name);
+    let model_into_active_model =
+        refused::model_into_active_model(krate, name, quote!(ActiveModel));
     quote! {
         #[doc = #doc]
         #[derive(Clone, Debug, PartialEq, Default)]
@@ -522,5 +492,8 @@ fn facade_active_model(
                 }
             }
         }
+
+        #active_model_traits
+        #model_into_active_model
     }
 }

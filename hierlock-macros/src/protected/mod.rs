@@ -5,7 +5,8 @@
 //! against the module's items into an [`Entity`] (reporting every mistake),
 //! and [`facade`] replaces the module by a facade over the sealed SeaORM
 //! entity: [`entity`] gives the entity its protected writes, [`guards`] the
-//! words of its refused ones. SeaORM's entity formats, compact and dense,
+//! words of its refused ones, [`refused`] SeaORM's traits on its types under
+//! those guards. SeaORM's entity formats, compact and dense,
 //! are in [`mod@format`].
 
 mod args;
@@ -14,6 +15,7 @@ mod entity;
 mod facade;
 mod format;
 mod guards;
+mod refused;
 mod validate;
 
 use proc_macro2::TokenStream;

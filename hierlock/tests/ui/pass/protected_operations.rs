@@ -52,6 +52,24 @@ fn row(user: &str, account: i64, id: i64, balance: i64) -> resource::ActiveModel
     }
 }
 
+/// The protected `ActiveModel` is built as SeaORM's is, with SeaORM's traits
+/// in scope (hierlock implements them for it only under a bound that refuses
+/// SeaORM's writes, so that the refusal is in hierlock's words): `new()`,
+/// `default()`, the struct update syntax.
+#[allow(unused_imports)]
+fn built_with_seaorm_traits_in_scope() -> Vec<resource::ActiveModel> {
+    use hierlock::sea_orm::entity::prelude::*;
+    use hierlock::sea_orm::{ActiveModelBehavior, ActiveModelTrait};
+    vec![
+        resource::ActiveModel::new(),
+        resource::ActiveModel::default(),
+        resource::ActiveModel {
+            balance: Set(1),
+            ..Default::default()
+        },
+    ]
+}
+
 impl Repo {
     /// An account proof: every new operation on the account's resources.
     #[hierlocked(user = user, account = account)]

@@ -1,0 +1,98 @@
+//! SeaORM's own traits on a protected entity's types, under a guard's bound
+//! that nothing meets.
+//!
+//! SeaORM's writes bound what they are given by its traits:
+//! `ActiveModelTrait` (`Insert::one(am)`, `Update::one(am)`,
+//! `<Entity as EntityTrait>::update(am)`, a generic
+//! `fn f<A: ActiveModelTrait>`), `ActiveModelBehavior`
+//! (`ActiveModelTrait::insert(am, db)`) and `IntoActiveModel` from the
+//! stored `Model` (`ActiveModelTrait::save`, a via link's junction row).
+//! Where a type has no impl, rustc reports its bare trait bound, names the
+//! hidden module and suggests implementing the trait, which would hand
+//! SeaORM a protected row to write without a lock. With an impl whose bound
+//! is a guard's, rustc reports the guard, whose words name the protected
+//! write, and a user's own impl of the trait conflicts with it.
+//!
+//! One spelling stays rustc's: a write whose target active model is left to
+//! inference from a stored `Model` (`Insert::one(model)`,
+//! `ModelTrait::delete(model, db)`): the `Model` converts to two active
+//! models, so rustc reports the unmet `IntoActiveModel<_>` itself.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{Ident, Path};
+
+use super::guards::Guard;
+
+/// `ActiveModelTrait` and `ActiveModelBehavior` for the protected
+/// `ActiveModel` of module `name` (in the module that defines it).
+pub(super) fn active_model_traits(krate: &Path, name: &Ident) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let guard = Guard::ActiveModelWrite.bound(name);
+    let unreachable = quote!(#krate::__private::unreachable_write());
+    let column = quote!(<Entity as #sea_orm::EntityTrait>::Column);
+    let value = quote!(#sea_orm::Value);
+    quote! {
+        impl<'__hierlock> #sea_orm::ActiveModelTrait for ActiveModel
+        where
+            #guard,
+        {
+            type Entity = Entity;
+            fn take(&mut self, _: #column) -> #sea_orm::ActiveValue<#value> {
+                #unreachable
+            }
+            fn get(&self, _: #column) -> #sea_orm::ActiveValue<#value> {
+                #unreachable
+            }
+            fn set_if_not_equals(&mut self, _: #column, _: #value) {
+                #unreachable
+            }
+            fn try_set(
+                &mut self,
+                _: #column,
+                _: #value,
+            ) -> ::core::result::Result<(), #sea_orm::DbErr> {
+                #unreachable
+            }
+            fn not_set(&mut self, _: #column) {
+                #unreachable
+            }
+            fn is_not_set(&self, _: #column) -> bool {
+                #unreachable
+            }
+            fn default() -> Self {
+                #unreachable
+            }
+            fn default_values() -> Self {
+                #unreachable
+            }
+            fn reset(&mut self, _: #column) {
+                #unreachable
+            }
+        }
+
+        impl<'__hierlock> #sea_orm::ActiveModelBehavior for ActiveModel where #guard {}
+    }
+}
+
+/// `IntoActiveModel<target>` for the stored `Model` of module `name`:
+/// `target` is SeaORM's raw active model (in the sealed module) or the
+/// protected one (in the facade).
+pub(super) fn model_into_active_model(
+    krate: &Path,
+    name: &Ident,
+    target: TokenStream,
+) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let guard = Guard::ActiveModelWrite.bound(name);
+    quote! {
+        impl<'__hierlock> #sea_orm::IntoActiveModel<#target> for Model
+        where
+            #guard,
+        {
+            fn into_active_model(self) -> #target {
+                #krate::__private::unreachable_write()
+            }
+        }
+    }
+}
