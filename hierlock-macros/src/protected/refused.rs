@@ -26,14 +26,32 @@ use super::guards::Guard;
 
 /// `ActiveModelTrait` and `ActiveModelBehavior` for the protected
 /// `ActiveModel` of module `name` (in the module that defines it).
-pub(super) fn active_model_traits(krate: &Path, name: &Ident) -> TokenStream {
+pub(in crate::protected) fn active_model_traits(krate: &Path, name: &Ident) -> TokenStream {
     let sea_orm = quote!(#krate::__private::sea_orm);
     let guard = Guard::ActiveModelWrite.bound(name);
+    let active_model_trait = active_model_trait(krate, quote!(ActiveModel), &guard);
+    quote! {
+        #active_model_trait
+        impl<'__hierlock> #sea_orm::ActiveModelBehavior for ActiveModel where #guard {}
+    }
+}
+
+/// `ActiveModelTrait` for `ty`, of the entity `Entity` in scope, under
+/// `guard`. Given to a type that is not an active model (a dense entity's
+/// loaded `ModelEx`), it is the one impl of `IntoActiveModel` SeaORM's
+/// blanket gives the type, so a write that takes it (`Insert::one(model_ex)`,
+/// `Delete::one(model_ex)`) reports the guard.
+pub(in crate::protected) fn active_model_trait(
+    krate: &Path,
+    ty: TokenStream,
+    guard: &TokenStream,
+) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
     let unreachable = quote!(#krate::__private::unreachable_write());
     let column = quote!(<Entity as #sea_orm::EntityTrait>::Column);
     let value = quote!(#sea_orm::Value);
     quote! {
-        impl<'__hierlock> #sea_orm::ActiveModelTrait for ActiveModel
+        impl<'__hierlock> #sea_orm::ActiveModelTrait for #ty
         where
             #guard,
         {
@@ -70,15 +88,13 @@ pub(super) fn active_model_traits(krate: &Path, name: &Ident) -> TokenStream {
                 #unreachable
             }
         }
-
-        impl<'__hierlock> #sea_orm::ActiveModelBehavior for ActiveModel where #guard {}
     }
 }
 
 /// `IntoActiveModel<target>` for the stored `Model` of module `name`:
 /// `target` is SeaORM's raw active model (in the sealed module) or the
 /// protected one (in the facade).
-pub(super) fn model_into_active_model(
+pub(in crate::protected) fn model_into_active_model(
     krate: &Path,
     name: &Ident,
     target: TokenStream,

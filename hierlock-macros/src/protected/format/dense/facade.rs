@@ -11,21 +11,24 @@
 //! `ActiveModel::builder()`,
 //! `ActiveModel::into_ex()`, the conversion of an `ActiveModelEx` into the
 //! facade's `ActiveModel` (which `Entity::insert(..)` takes), and SeaORM's
-//! `IntoActiveModel` for `ModelEx` (which `Insert::one`, `Delete::one`
-//! take): SeaORM's own impl is diverted with the compact `IntoActiveModel`,
-//! and this one, under a bound nothing meets, puts the way to write in
-//! rustc's error.
+//! `Insert::one` / `Delete::one` of a loaded `ModelEx`: SeaORM's own
+//! `IntoActiveModel` for it is diverted with the compact one, and
+//! `ActiveModelTrait` for it, under a bound nothing meets, makes SeaORM's
+//! blanket `IntoActiveModel` the one that applies, so rustc's error is the
+//! bound's, which names the way to write.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Ident, Path};
 
 use crate::protected::guards::Guard;
+use crate::protected::refused;
 
 /// The dense items of the facade module `name`.
 pub(in crate::protected) fn items(krate: &Path, name: &Ident, sealed: &Ident) -> TokenStream {
-    let sea_orm = quote!(#krate::__private::sea_orm);
     let guard = Guard::NestedBuilder.bound(name);
+    let model_ex_refused =
+        refused::active_model_trait(krate, quote!(super::#sealed::ModelEx), &guard);
     quote! {
         /// SeaORM's nested active model of this entity (its dense
         /// `ActiveModelEx`: the row with its related rows), for a nested save
@@ -74,15 +77,7 @@ pub(in crate::protected) fn items(krate: &Path, name: &Ident, sealed: &Ident) ->
             }
         }
 
-        impl<'__hierlock> #sea_orm::IntoActiveModel<super::#sealed::ActiveModelEx>
-            for super::#sealed::ModelEx
-        where
-            #guard,
-        {
-            fn into_active_model(self) -> super::#sealed::ActiveModelEx {
-                #krate::__private::unreachable_write()
-            }
-        }
+        #model_ex_refused
 
         impl<'__hierlock> ::core::convert::From<super::#sealed::ActiveModelEx> for ActiveModel
         where
