@@ -127,6 +127,19 @@ pub(super) fn expand(
     } else {
         TokenStream::new()
     };
+    // SeaORM's writes of the raw active model in method syntax (which
+    // `<Entity as EntityTrait>::ActiveModel` names, and a dense `Model`'s
+    // `into_active_model()` gives): refused, but for those of a dense one
+    // that SeaORM's nested writes call, which its shadows gate on a proof.
+    let raw_writes = refused::write_methods(
+        krate,
+        &name,
+        if dense {
+            refused::RAW_WRITES_NOT_NESTED
+        } else {
+            refused::ACTIVE_MODEL_WRITES
+        },
+    );
     let model_delete = Guard::ModelDelete.bound(&name);
     let entity_doc = format!(
         "The protected `{name}` entity: SeaORM's entity of this table. Reads are SeaORM's \
@@ -171,6 +184,10 @@ pub(super) fn expand(
             #protect
             #entity_methods
             #dense_shadows
+
+            impl ActiveModel {
+                #raw_writes
+            }
 
             impl Model {
                 #into_active_model
@@ -428,29 +445,7 @@ fn facade_active_model(
          and `.exec(&lock)`; SeaORM's `save`, `insert`, `update` and `delete` \
          do not compile on it."
     );
-    let guard = Guard::ActiveModelWrite.bound(name);
-    let refused = |f: &str, ret: TokenStream| {
-        let f = Ident::new(f, Span::call_site());
-        quote! {
-            /// Not available on a protected entity: it would write without a
-            /// lock. Use `Entity::insert/update/delete(am).exec(&lock)`.
-            pub fn #f<'__hierlock, C>(
-                self,
-                _db: &C,
-            ) -> ::core::future::Ready<::core::result::Result<#ret, #sea_orm::DbErr>>
-            where
-                #guard,
-            {
-                #krate::__private::refused()
-            }
-        }
-    };
-    let save = refused("save", quote!(Self));
-    let insert = refused("insert", quote!(Model));
-    let update = refused("update", quote!(Model));
-    let update_without_returning =
-        refused("update_without_returning", quote!(#sea_orm::UpdateResult));
-    let delete = refused("delete", quote!(#sea_orm::DeleteResult));
+    let writes = refused::write_methods(krate, name, refused::ACTIVE_MODEL_WRITES);
     let active_model_traits = refused::active_model_traits(krate, name);
     let model_into_active_model =
         refused::model_into_active_model(krate, name, quote!(ActiveModel));
@@ -470,11 +465,7 @@ fn facade_active_model(
                 ::core::default::Default::default()
             }
 
-            #save
-            #insert
-            #update
-            #update_without_returning
-            #delete
+            #writes
         }
 
         impl ::core::convert::From<Model> for ActiveModel {

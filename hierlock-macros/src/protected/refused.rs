@@ -1,5 +1,6 @@
-//! SeaORM's own traits on a protected entity's types, under a guard's bound
-//! that nothing meets.
+//! SeaORM's own traits on a protected entity's types, and inherent
+//! stand-ins for SeaORM's write methods, under a guard's bound that nothing
+//! meets.
 //!
 //! SeaORM's writes bound what they are given by its traits:
 //! `ActiveModelTrait` (`Insert::one(am)`, `Update::one(am)`,
@@ -18,7 +19,7 @@
 //! `ModelTrait::delete(model, db)`): the `Model` converts to two active
 //! models, so rustc reports the unmet `IntoActiveModel<_>` itself.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::{Ident, Path};
 
@@ -111,4 +112,56 @@ pub(in crate::protected) fn model_into_active_model(
             }
         }
     }
+}
+
+/// SeaORM's writes of an active model in method syntax (`am.save(db)` ..).
+pub(in crate::protected) const ACTIVE_MODEL_WRITES: &[&str] = &[
+    "save",
+    "insert",
+    "update",
+    "update_without_returning",
+    "delete",
+];
+
+/// Those of a dense entity's raw active model that SeaORM's nested writes
+/// do not call (they call `insert`, `update` and `delete`, which the
+/// sealed module shadows: `format::dense::sealed`).
+pub(in crate::protected) const RAW_WRITES_NOT_NESTED: &[&str] =
+    &["save", "update_without_returning"];
+
+/// Inherent methods named as SeaORM's `ActiveModelTrait` writes `methods`,
+/// which win method resolution over them, under the guard's bound: a call
+/// is one error in hierlock's words (SeaORM's `delete` and
+/// `update_without_returning` have no bound that would refuse them).
+pub(in crate::protected) fn write_methods(
+    krate: &Path,
+    name: &Ident,
+    methods: &[&str],
+) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let guard = Guard::ActiveModelWrite.bound(name);
+    let methods = methods.iter().map(|method| {
+        let ret = match *method {
+            "save" => quote!(Self),
+            "insert" | "update" => quote!(Model),
+            "update_without_returning" => quote!(#sea_orm::UpdateResult),
+            "delete" => quote!(#sea_orm::DeleteResult),
+            other => unreachable!("not a write of SeaORM's active models: {other}"),
+        };
+        let method = Ident::new(method, Span::call_site());
+        quote! {
+            /// Not available on a protected entity: it would write without a
+            /// lock. Use `Entity::insert/update/delete(am).exec(&lock)`.
+            pub fn #method<'__hierlock, C>(
+                self,
+                _db: &C,
+            ) -> ::core::future::Ready<::core::result::Result<#ret, #sea_orm::DbErr>>
+            where
+                #guard,
+            {
+                #krate::__private::refused()
+            }
+        }
+    });
+    quote!(#(#methods)*)
 }

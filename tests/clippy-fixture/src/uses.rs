@@ -82,8 +82,10 @@ pub async fn raw_active_model(txn: &DatabaseTransaction) -> Result<(), DbErr> {
     TryInsert::one(raw()).exec(txn).await?;
     TryInsert::many([raw()]).exec(txn).await?;
     Delete::one(raw()).exec(txn).await?;
-    raw().delete(txn).await?;
-    raw().update_without_returning(txn).await?;
+    // In method syntax these do not compile (hierlock's inherent refusals
+    // win); the trait's own functions stay open.
+    ActiveModelTrait::delete(raw(), txn).await?;
+    ActiveModelTrait::update_without_returning(raw(), txn).await?;
     Ok(())
 }
 
