@@ -12,7 +12,8 @@
 //! One module per kind of write: [`insert`] (with the upsert of
 //! [`upsert`]), [`update`], [`delete`], and [`many`] for the filtered
 //! writes; [`version`] holds the optimistic version check of entities
-//! declared with `version = <field>`; this module holds what they share:
+//! declared with `version = <field>`; [`unsupported`] answers SeaORM's
+//! builder methods they do not have; this module holds what they share:
 //! the proof and the checks.
 //!
 //! [`Locked`]: crate::Locked
@@ -21,6 +22,7 @@ mod coverage;
 mod delete;
 mod insert;
 mod many;
+mod unsupported;
 mod update;
 mod upsert;
 mod version;
