@@ -36,7 +36,15 @@
 //!   the rows read `FOR UPDATE`: what a lock that is also the read costs;
 //! - by hand, one more round trip held (MySQL family): the statement, then
 //!   `DO 0` before the reads: what the fence's release costs, sent while
-//!   the rows are held.
+//!   the rows are held;
+//! - by hand, hierlock's waiting path (MySQL family): the `NOWAIT` try; if
+//!   a row is taken, the connection's id read, the statement that waits
+//!   with its fence (`GET_LOCK` after the locks), then `DO RELEASE_LOCK`;
+//! - by hand, the try names the connection (MySQL family): the same, but
+//!   the try takes a lock named for the acquisition in its first branch and
+//!   lets it go in its last, so a failed try leaves it held and a
+//!   cancellation can find the connection by it (`IS_USED_LOCK`): no id
+//!   read; the release lets both go. What that design would save.
 //!
 //! Per transaction: the **wait** (from sending the first lock statement to
 //! holding every lock), the **hold** (from then to the end of `COMMIT`,
@@ -95,10 +103,12 @@ enum Variant {
     ByHandIdFirst,
     ByHandOneMoreRoundTripHeld,
     ByHandLockAndRead,
+    ByHandWaitingPath,
+    ByHandNamedTry,
 }
 
 /// The baseline first.
-const VARIANTS: [Variant; 10] = [
+const VARIANTS: [Variant; 12] = [
     Variant::ForUpdate,
     Variant::Hierlock,
     Variant::HierlockReading,
@@ -109,6 +119,8 @@ const VARIANTS: [Variant; 10] = [
     Variant::ByHandIdFirst,
     Variant::ByHandOneMoreRoundTripHeld,
     Variant::ByHandLockAndRead,
+    Variant::ByHandWaitingPath,
+    Variant::ByHandNamedTry,
 ];
 
 impl Variant {
@@ -124,6 +136,8 @@ impl Variant {
             Variant::ByHandIdFirst => "by hand, id first; SELECT",
             Variant::ByHandOneMoreRoundTripHeld => "by hand + DO 0 held; SELECT",
             Variant::ByHandLockAndRead => "by hand, the lock is the read",
+            Variant::ByHandWaitingPath => "by hand, try + id + fence + release; SELECT",
+            Variant::ByHandNamedTry => "by hand, try names the conn + fence + release; SELECT",
         }
     }
 
@@ -143,6 +157,8 @@ impl Variant {
                 | Variant::ByHandStripedAncestors
                 | Variant::ByHandIdFirst
                 | Variant::ByHandOneMoreRoundTripHeld
+                | Variant::ByHandWaitingPath
+                | Variant::ByHandNamedTry
         )
     }
 }
@@ -395,6 +411,12 @@ async fn transaction(
             txn.execute_raw(bench.stmt("DO 0", [])).await?;
             None
         }
+        Variant::ByHandWaitingPath | Variant::ByHandNamedTry => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            let named = variant == Variant::ByHandNamedTry;
+            waiting_path(bench, &txn, table, plan.locks(), named).await?;
+            None
+        }
     };
     let granted = Instant::now();
     let balances = match read_by_lock {
@@ -411,6 +433,69 @@ async fn transaction(
     }
     txn.commit().await?;
     Ok((granted - asked, granted.elapsed()))
+}
+
+/// A name no other acquisition of this process uses, for a fence or the
+/// lock a try names its connection by.
+fn lock_name(kind: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "hlbench_{kind}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The MySQL family's waiting path by hand, as hierlock sends it: the
+/// `NOWAIT` try; if a row is taken, the connection's id (unless `named`:
+/// then the try took a lock named for the acquisition first and let it go
+/// last, which a failed try leaves held), the statement that waits with
+/// its fence after its locks, and the release of what is held.
+async fn waiting_path(
+    bench: &Bench,
+    txn: &DatabaseTransaction,
+    table: &str,
+    locks: &[hierlock::PlannedLock],
+    named: bool,
+) -> Result<(), hierlock::Error> {
+    let branch = |condition: &str| format!("(SELECT NULL FROM DUAL WHERE {condition} = 2)");
+    let mut try_first = by_hand_statement_with(bench, table, locks, " NOWAIT");
+    let name = lock_name("name");
+    if named {
+        try_first.sql = format!(
+            "{} UNION ALL {} UNION ALL {}",
+            branch("GET_LOCK(?, 0)"),
+            try_first.sql,
+            branch("RELEASE_LOCK(?)")
+        );
+        let mut values = vec![Value::from(name.clone())];
+        values.extend(try_first.values.take().map(|v| v.0).unwrap_or_default());
+        values.push(Value::from(name.clone()));
+        try_first.values = Some(sea_orm::Values(values));
+    }
+    if txn.query_all_raw(try_first).await.is_ok() {
+        return Ok(());
+    }
+    if !named {
+        txn.query_one_raw(bench.stmt(CONNECTION_ID, [])).await?;
+    }
+    let fence = lock_name("fence");
+    let mut wait = by_hand_statement(bench, table, locks);
+    wait.sql = format!("{} UNION ALL {}", wait.sql, branch("GET_LOCK(?, 31536000)"));
+    let mut values = wait.values.take().map(|v| v.0).unwrap_or_default();
+    values.push(Value::from(fence.clone()));
+    wait.values = Some(sea_orm::Values(values));
+    txn.query_all_raw(wait).await?;
+    let release = if named {
+        bench.stmt(
+            "DO RELEASE_LOCK(?), RELEASE_LOCK(?)",
+            [Value::from(fence), Value::from(name)],
+        )
+    } else {
+        bench.stmt("DO RELEASE_LOCK(?)", [Value::from(fence)])
+    };
+    txn.execute_raw(release).await?;
+    Ok(())
 }
 
 /// The plan of `rows`' Resource write locks in one MySQL-family statement
