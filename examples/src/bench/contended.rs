@@ -226,7 +226,7 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
     );
     if !by_hand {
         println!(
-            "  (no statement by hand on PostgreSQL's bucket table: it locks each mode's run in a statement of its own)"
+            "  (no statement by hand on PostgreSQL's bucket table, whose runs of equal modes are `WITH` queries of hierlock's statement)"
         );
     }
     // A warm-up sample of each, not counted.

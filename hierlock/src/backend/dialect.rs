@@ -86,8 +86,7 @@ impl Dialect {
     /// a MySQL-family plan up to this size is one `UNION ALL` of point
     /// lookups; PostgreSQL's advisory plans are split into statements of this
     /// many keys. Larger bucket plans send each run of equal modes as one
-    /// list (MySQL family: up to 100 runs per statement; PostgreSQL: one
-    /// statement per run).
+    /// list, up to 100 runs per statement.
     ///
     /// Measured (`bench --workload scale`, both forms side by side on
     /// MariaDB 10.11 and MySQL 9.7): point lookups are 3–13 % cheaper per
@@ -110,13 +109,12 @@ impl Dialect {
     ///   trip). A larger plan sends each run of equal modes as one list, up
     ///   to [`MAX_RUNS_PER_STATEMENT`] runs per statement: a 30,000-row
     ///   resource plan is one statement, and the cost per row stays flat.
-    /// - PostgreSQL: one statement per run (it refuses lock clauses inside a
-    ///   `UNION`), its keys passed as two arrays, whatever its length.
+    /// - PostgreSQL: each run's keys are two arrays, whatever its length,
+    ///   and a statement takes its runs one after another (see
+    ///   `postgres::bucket_statement`): up to 1,000 rows, or 100 runs, per
+    ///   statement.
     pub(crate) fn split_bucket_plan(self, locks: &[PlannedLock]) -> Vec<&[PlannedLock]> {
         let runs = locks.chunk_by(|a, b| a.mode == b.mode);
-        if !self.is_mysql_family() {
-            return runs.collect();
-        }
         if locks.len() <= self.max_rows_per_statement() {
             return vec![locks];
         }
@@ -165,7 +163,7 @@ impl Dialect {
     ) -> Statement {
         let table = self.quote(table.as_str());
         let flavor = match self {
-            Dialect::Postgres => return postgres::bucket_run(&table, part, wait, lease, fence),
+            Dialect::Postgres => return postgres::bucket_statement(&table, part, wait, lease, fence),
             Dialect::MariaDb => mysql::Flavor::MariaDb,
             _ => mysql::Flavor::MySql,
         };
@@ -403,8 +401,7 @@ mod tests {
 
     #[test]
     fn a_large_plan_sends_each_run_as_one_key_list_in_plan_order() {
-        // 30,000 resource writes: two runs, one MySQL-family statement, one
-        // PostgreSQL statement per run.
+        // 30,000 resource writes: two runs, one statement on either family.
         let plan = many_resources(29_998, 0);
         let parts = Dialect::MariaDb.split_bucket_plan(plan.locks());
         assert_eq!(parts.len(), 1);
@@ -441,7 +438,8 @@ mod tests {
             "MariaDB has no OF: {}",
             mariadb.sql
         );
-        assert_eq!(Dialect::Postgres.split_bucket_plan(plan.locks()).len(), 2);
+        // PostgreSQL: its runs, one after another, in one statement.
+        assert_eq!(Dialect::Postgres.split_bucket_plan(plan.locks()), vec![plan.locks()]);
         // Alternating modes: at most 100 runs per statement, in order, all rows once.
         let mixed = many_resources(1_000, 2);
         let parts = Dialect::MySql.split_bucket_plan(mixed.locks());

@@ -18,20 +18,20 @@ pub async fn statements_per_resource_write_lock(backend: Backend) {
     .await
     .expect("lock");
     let expected = match backend {
-        // PostgreSQL's bucket table: one statement per run of equal modes,
-        // shared (user, account) then exclusive (resource).
-        Backend::PostgresBuckets => 2,
         // The MySQL family: one UNION with a lock clause per row, tried
-        // without waiting first (uncontended, that is all); one advisory
-        // statement for the whole plan; one write on SQLite.
+        // without waiting first (uncontended, that is all); PostgreSQL's
+        // bucket table: its runs of equal modes, shared (user, account)
+        // then exclusive (resource), one after another in one statement;
+        // one advisory statement for the whole plan; one write on SQLite.
         Backend::MariaDb
         | Backend::MySql
+        | Backend::PostgresBuckets
         | Backend::Postgres
         | Backend::Sqlite
         | Backend::SqliteWithoutHandler => 1,
     };
     assert_eq!(statements, expected);
-    // Ten resources of one account are still two statements on the bucket table.
+    // Ten resources of one account are still one statement.
     let many: Vec<_> = (0..10)
         .map(|i| Target::resource("u2", "a2", i).write())
         .collect();
@@ -169,9 +169,10 @@ pub async fn the_largest_acquisition_works(backend: Backend) {
     let expected = match fx.locker.dialect() {
         Dialect::Sqlite => 1,
         // Mixed modes in one statement, uncontended: no second attempt.
+        // The bucket table's runs one after another in one statement.
         Dialect::MySql | Dialect::MariaDb => 1,
         Dialect::Postgres if backend == Backend::Postgres => plan.locks().len().div_ceil(chunk),
-        _ => plan.runs().count(),
+        _ => 1,
     };
     let txn = fx.begin().await;
     let statements = hierlock_tests::bounded(

@@ -1,8 +1,8 @@
 //! PostgreSQL: transaction-scoped advisory locks (the default) and the
 //! optional bucket table.
 //!
-//! PostgreSQL rejects lock clauses inside a `UNION`, so a bucket plan is one
-//! statement per run of equal modes. It has no per-statement lock timeout:
+//! PostgreSQL rejects lock clauses inside a `UNION`, so a bucket plan's
+//! runs of equal modes are `WITH` queries of one statement. It has no per-statement lock timeout:
 //! a timed statement sets `lock_timeout` for its own waits ([`bounded`]),
 //! and hierlock cancels it if it has not answered just after the deadline
 //! (see `cancel`).
@@ -18,81 +18,98 @@ use super::fence::Fence;
 use crate::config::Wait;
 use crate::model::plan::{LockMode, PlannedLock};
 
-/// One run of equal modes on the bucket table, its keys as two array
-/// parameters (whatever the run's length: no parameter limit, no
-/// select-list limit, one statement text). PostgreSQL locks only the rows a
-/// query returns, in `ORDER BY` order (the lock is taken above the sort):
-/// here the keys' order in the arrays, the plan's (which is not the table's
-/// `(level, bucket)` order once stripes sit between the levels).
+/// A part of a plan on the bucket table, in one statement: each run of
+/// equal modes its keys as two array parameters (whatever the run's
+/// length: no parameter limit, no select-list limit). PostgreSQL refuses
+/// lock clauses inside a `UNION`, so each run is a query of its own,
+/// locking its rows as it is read (PostgreSQL locks only the rows a query
+/// returns, in `ORDER BY` order: the lock is taken above the sort; here the
+/// keys' order in the arrays, the plan's, which is not the table's
+/// `(level, bucket)` order once stripes sit between the levels). A part of
+/// one run is that query alone; a longer one puts each run in a
+/// `MATERIALIZED` `WITH` query and reads them one after another with
+/// `UNION ALL`, which runs its branches in order: a run's rows are all
+/// locked before the next run's are read.
 ///
-/// With a `fence` (see `cancel`), the run is a `WITH` query, followed by a
-/// branch that takes the fence once every row is locked and returns no row.
-pub(super) fn bucket_run(
+/// With a `fence` (see `cancel`), a last branch takes it once every row is
+/// locked and returns no row.
+pub(super) fn bucket_statement(
     table: &str,
-    run: &[PlannedLock],
+    part: &[PlannedLock],
     wait: Wait,
     lease: Option<Duration>,
     fence: Option<Fence>,
 ) -> Statement {
-    let mode = run.first().map_or(LockMode::Shared, |lock| lock.mode);
-    let lock = match mode {
-        LockMode::Exclusive => "FOR UPDATE",
-        // PostgreSQL rejects MariaDB's LOCK IN SHARE MODE.
-        LockMode::Shared => "FOR SHARE",
-    };
+    let runs: Vec<&[PlannedLock]> = part.chunk_by(|a, b| a.mode == b.mode).collect();
     let bound = server_bound(wait);
-    let wait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
-    // The locked rows, `b`, one for each key of `k`, in the keys' order.
-    let keys = format!(
-        "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{} \
-         FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position)",
-        lease_column(lease)
-    );
-    let mut sql = if bound.is_some() {
-        // The bound (see `bounded`) is set again before each row's lock:
-        // the row is locked in a subquery of its own, in the `WHERE` of
-        // which the setting is made, so each row's `FOR UPDATE` runs after
-        // its own setting. A nested loop over the keys, in their order, runs
-        // those subqueries: the rows are locked in the plan's order, as the
-        // `ORDER BY` below does it for an unbounded run.
-        format!(
-            "{keys} CROSS JOIN hierlock_d CROSS JOIN LATERAL (SELECT t.level, t.bucket \
-             FROM {table} AS t WHERE t.level = k.level AND t.bucket = k.bucket \
-             AND {REBOUND} IS NOT NULL {lock} OF t) AS b ORDER BY k.position"
-        )
-    } else {
-        format!(
-            "{keys} JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
-             ORDER BY k.position {lock} OF b{wait}"
-        )
-    };
-    let bound_param = 3 + if fence.is_some() { 2 } else { 0 };
-    if fence.is_some() || bound.is_some() {
-        // The `WITH` query is scanned first, to its end (the `UNION ALL`
-        // runs its branches in order); a later branch's condition has no
-        // column, so it is evaluated once, when that branch starts.
-        // `hierlock_d` is read once (materialized: it is named twice and
-        // volatile).
-        let with_bound = if bound.is_some() {
-            format!("{}, ", bound_query(bound_param))
-        } else {
-            String::new()
+    let nowait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
+    // Each run's two arrays, then the fence's keys, then the bound.
+    let fence_param = 2 * runs.len() + 1;
+    let bound_param = fence_param + if fence.is_some() { 2 } else { 0 };
+    let run_query = |i: usize, run: &[PlannedLock]| {
+        let lock = match run.first().map_or(LockMode::Shared, |lock| lock.mode) {
+            LockMode::Exclusive => "FOR UPDATE",
+            // PostgreSQL rejects MariaDB's LOCK IN SHARE MODE.
+            LockMode::Shared => "FOR SHARE",
         };
-        let mut wrapped = format!(
-            "WITH {with_bound}locked AS ({sql}) SELECT locked_level, locked_bucket FROM locked"
+        // The locked rows, `b`, one for each key of `k`, in the keys' order.
+        let keys = format!(
+            "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{} \
+             FROM unnest(${}::int2[], ${}::int4[]) WITH ORDINALITY AS k(level, bucket, position)",
+            lease_column(lease),
+            2 * i + 1,
+            2 * i + 2
         );
         if bound.is_some() {
-            wrapped.push_str(
-                " UNION ALL SELECT NULL, NULL WHERE set_config('lock_timeout', \
-                 (SELECT hierlock_prev FROM hierlock_d), true) IS NULL",
+            // The bound (see `bounded`) is set again before each row's lock:
+            // the row is locked in a subquery of its own, in the `WHERE` of
+            // which the setting is made, so each row's `FOR UPDATE` runs
+            // after its own setting. A nested loop over the keys, in their
+            // order, runs those subqueries: the rows are locked in the
+            // plan's order, as the `ORDER BY` below does it for an unbounded
+            // run.
+            format!(
+                "{keys} CROSS JOIN hierlock_d CROSS JOIN LATERAL (SELECT t.level, t.bucket \
+                 FROM {table} AS t WHERE t.level = k.level AND t.bucket = k.bucket \
+                 AND {REBOUND} IS NOT NULL {lock} OF t) AS b ORDER BY k.position"
+            )
+        } else {
+            format!(
+                "{keys} JOIN {table} AS b ON b.level = k.level AND b.bucket = k.bucket \
+                 ORDER BY k.position {lock} OF b{nowait}"
+            )
+        }
+    };
+    let sql = if let ([run], None, None) = (runs.as_slice(), fence, bound) {
+        run_query(0, run)
+    } else {
+        // The `WITH` queries are read in the order of the `UNION ALL`
+        // branches, each to its end; a later branch's condition has no
+        // column, so it is evaluated once, when that branch starts.
+        // `hierlock_d` is read once (materialized: it is named several
+        // times and volatile).
+        let mut with: Vec<String> = bound.iter().map(|_| bound_query(bound_param)).collect();
+        let mut branches = Vec::with_capacity(runs.len() + 2);
+        for (i, run) in runs.iter().enumerate() {
+            with.push(format!("hierlock_r{i} AS MATERIALIZED ({})", run_query(i, run)));
+            branches.push(format!("SELECT locked_level, locked_bucket FROM hierlock_r{i}"));
+        }
+        if bound.is_some() {
+            branches.push(
+                "SELECT NULL, NULL WHERE set_config('lock_timeout', \
+                 (SELECT hierlock_prev FROM hierlock_d), true) IS NULL"
+                    .to_owned(),
             );
         }
         if fence.is_some() {
-            write!(wrapped, " UNION ALL SELECT NULL, NULL WHERE {} IS NULL", fence_call(3)).ok();
+            branches.push(format!(
+                "SELECT NULL, NULL WHERE {} IS NULL",
+                fence_call(fence_param)
+            ));
         }
-        sql = wrapped;
-    }
-    let array = |field: fn(&PlannedLock) -> i64| {
+        format!("WITH {} {}", with.join(", "), branches.join(" UNION ALL "))
+    };
+    let array = |run: &[PlannedLock], field: fn(&PlannedLock) -> i64| {
         let mut text = String::with_capacity(2 + run.len() * 8);
         text.push('{');
         for (i, lock) in run.iter().enumerate() {
@@ -102,10 +119,11 @@ pub(super) fn bucket_run(
         text.push('}');
         Value::from(text)
     };
-    let mut values = vec![
-        array(|lock| i64::from(lock.key.table_level())),
-        array(|lock| lock.key.slot),
-    ];
+    let mut values = Vec::with_capacity(2 * runs.len() + 3);
+    for run in &runs {
+        values.push(array(run, |lock| i64::from(lock.key.table_level())));
+        values.push(array(run, |lock| lock.key.slot));
+    }
     values.extend(fence_values(fence));
     values.extend(bound.map(bound_value));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
