@@ -5,14 +5,18 @@
 use sea_orm::{ConnectionTrait, QueryResult};
 
 use super::cancel::Canceller;
+use super::dialect::Dialect;
+use super::postgres::MAX_PROBED_KEYS;
 use super::run::Run;
 use crate::config::{TableName, Wait};
 use crate::error::{Error, ErrorKind, Result, TxnState};
 use crate::model::plan::{KeyKind, LockPlan, PlannedLock};
 
-/// Try the plan with `NOWAIT`; if a row is taken, wait for it (the rows
+/// Try the plan without waiting; if a row is taken, wait for it (the rows
 /// the attempt locked stay locked: a prefix of the plan, in order, which
-/// the waiting statements take again).
+/// the waiting statements take again). The MySQL family tries with
+/// `NOWAIT`; PostgreSQL, whose failed statement would abort the
+/// transaction, with `SKIP LOCKED` (see `postgres::bucket_probe`).
 pub(crate) async fn take_probing(
     run: &mut Run<'_, impl ConnectionTrait>,
     plan: &LockPlan,
@@ -21,6 +25,9 @@ pub(crate) async fn take_probing(
 ) -> Result<()> {
     if run.wait == Wait::NoWait {
         return take(run, plan, table).await;
+    }
+    if run.dialect == Dialect::Postgres {
+        return take_probing_postgres(run, plan, table, canceller).await;
     }
     let wait = std::mem::replace(&mut run.wait, Wait::NoWait);
     let probe = take(run, plan, table).await;
@@ -35,10 +42,41 @@ pub(crate) async fn take_probing(
     }
 }
 
+/// PostgreSQL: the plan tried row by row with `SKIP LOCKED`, stopping at
+/// the first row taken, in one statement whose row also names the waiter
+/// for a cancellation; if a row was taken, the plan taken waiting. Plans
+/// past [`MAX_PROBED_KEYS`] rows name the waiter first and wait at once.
+async fn take_probing_postgres(
+    run: &mut Run<'_, impl ConnectionTrait>,
+    plan: &LockPlan,
+    table: &TableName,
+    canceller: &Canceller,
+) -> Result<()> {
+    if plan.locks().len() > MAX_PROBED_KEYS {
+        run.prepare_cancel(canceller).await?;
+        return take(run, plan, table).await;
+    }
+    let stmt = run
+        .dialect
+        .bucket_probe_statement(table, plan.locks(), run.lease, canceller.can_cancel());
+    let rows = run.query(stmt, plan.locks().len() > 1, None).await?;
+    let granted = rows
+        .first()
+        .and_then(|row| row.try_get::<i32>("", "granted").ok())
+        == Some(1);
+    if granted {
+        return Ok(());
+    }
+    run.holds_prefix = plan.locks().len() > 1;
+    // The attempt's row named the waiter: no round trip of its own.
+    run.named(canceller, rows.first())?;
+    take(run, plan, table).await
+}
+
 /// The plan's statements (see [`Dialect::split_bucket_plan`](super::dialect::Dialect::split_bucket_plan)), in key
 /// order: mixed modes in one statement on the MySQL family, one run of
 /// equal modes at a time on PostgreSQL.
-pub(crate) async fn take(
+async fn take(
     run: &mut Run<'_, impl ConnectionTrait>,
     plan: &LockPlan,
     table: &TableName,

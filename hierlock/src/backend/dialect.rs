@@ -206,6 +206,18 @@ impl Dialect {
         postgres::advisory_locks(plan, try_only, lease, fence, bound)
     }
 
+    /// PostgreSQL's bucket table, tried without waiting (see
+    /// `postgres::bucket_probe`).
+    pub(crate) fn bucket_probe_statement(
+        self,
+        table: &TableName,
+        plan: &[PlannedLock],
+        lease: Option<Duration>,
+        name_waiter: bool,
+    ) -> Statement {
+        postgres::bucket_probe(&self.quote(table.as_str()), plan, lease, name_waiter)
+    }
+
     /// PostgreSQL's advisory try-locks, stopping at the first key taken; one
     /// column, `granted`: 1 if every key was taken.
     pub(crate) fn advisory_probe_statement(

@@ -461,10 +461,7 @@ impl Locker {
     async fn take(&self, run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Result<()> {
         let (table, canceller) = (self.inner.config.table(), &self.inner.canceller);
         match self.inner.strategy {
-            Strategy::BucketRows if self.probes_first() => {
-                bucket_rows::take_probing(run, plan, table, canceller).await
-            }
-            Strategy::BucketRows => bucket_rows::take(run, plan, table).await,
+            Strategy::BucketRows => bucket_rows::take_probing(run, plan, table, canceller).await,
             Strategy::Advisory { .. } => advisory::take_probing(run, plan, canceller).await,
             Strategy::SqliteWriteLock => sqlite_lock::take_write_lock(run, table).await,
         }
@@ -473,14 +470,13 @@ impl Locker {
     /// Whether acquisitions that may wait first try without waiting, so that
     /// an uncontended acquisition is one round trip and the connection id
     /// that cancellation needs is read only when the plan must wait: on the
-    /// MySQL family (one statement takes a whole plan, up to 100 runs of
-    /// equal modes: see [`Dialect::split_bucket_plan`]) and
-    /// with PostgreSQL's advisory locks (try-locks never abort the
-    /// transaction; a failed `NOWAIT` on the bucket table would).
+    /// bucket table (one statement takes a whole plan, up to 100 runs of
+    /// equal modes: see [`Dialect::split_bucket_plan`]; PostgreSQL tries
+    /// with `SKIP LOCKED`, as a failed `NOWAIT` would abort the transaction)
+    /// and with PostgreSQL's advisory locks (try-locks).
     fn probes_first(&self) -> bool {
         match self.inner.strategy {
-            Strategy::BucketRows => self.inner.dialect.is_mysql_family(),
-            Strategy::Advisory { .. } => true,
+            Strategy::BucketRows | Strategy::Advisory { .. } => true,
             Strategy::SqliteWriteLock => false,
         }
     }

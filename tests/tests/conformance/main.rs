@@ -155,7 +155,7 @@ macro_rules! exact_tests {
 exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
     subtree::subtree_stress_in_a_tiny_bucket_space,
     subtree::subtree_layout_mismatch_is_refused,
-    scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
+    scale::a_plan_waits_holding_exactly_the_rows_before_the_one_taken,
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
     errors::missing_bucket_row_is_not_provisioned,
@@ -165,7 +165,7 @@ exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
 exact_tests!(mysql => hierlock_tests::Backend::MySql;
     subtree::subtree_stress_in_a_tiny_bucket_space,
     subtree::subtree_layout_mismatch_is_refused,
-    scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
+    scale::a_plan_waits_holding_exactly_the_rows_before_the_one_taken,
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
     errors::missing_bucket_row_is_not_provisioned,
@@ -183,7 +183,7 @@ exact_tests!(postgres => hierlock_tests::Backend::Postgres;
 exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     subtree::subtree_stress_in_a_tiny_bucket_space,
     subtree::subtree_layout_mismatch_is_refused,
-    scale::a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken,
+    scale::a_plan_waits_holding_exactly_the_rows_before_the_one_taken,
     sql::multi_row_statements_lock_only_the_planned_rows,
     deadlock::tiny_bucket_space_plan_order_prevents_the_id_order_deadlock,
     errors::missing_bucket_row_is_not_provisioned,

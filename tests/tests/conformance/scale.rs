@@ -85,14 +85,23 @@ async fn check_exact(fx: &Fixture, space: i64, resources: usize, isolation: Isol
     holder.rollback().await.expect("rollback");
 }
 
-/// While one resource in the middle of a large plan is held elsewhere, an
+/// While one resource in the middle of a plan is held elsewhere, an
 /// acquisition of the plan waits for it holding exactly the rows before it:
 /// every row is taken in key order. Blocking, and with a deadline (on
 /// PostgreSQL's bucket table, a timed run locks each row in a subquery of
-/// its own, after setting the time left).
-pub async fn a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken(backend: Backend) {
+/// its own, after setting the time left). A large plan waits at once; a
+/// small one is tried first without waiting (`NOWAIT` on the MySQL family,
+/// `SKIP LOCKED` on PostgreSQL's bucket table), and the attempt stops at
+/// the row held elsewhere: it holds no row past it.
+pub async fn a_plan_waits_holding_exactly_the_rows_before_the_one_taken(backend: Backend) {
     let fx = Fixture::new(backend, "scale_order", 2_000).await;
-    let requests: Vec<Request> = (0..600)
+    for resources in [600, 12] {
+        waits_holding_the_rows_before_the_one_taken(&fx, resources).await;
+    }
+}
+
+async fn waits_holding_the_rows_before_the_one_taken(fx: &Fixture, resources: i64) {
+    let requests: Vec<Request> = (0..resources)
         .map(|i| Target::resource("u", "a", i).write())
         .collect();
     let plan = fx.locker.plan(&requests).expect("plan");
@@ -117,7 +126,7 @@ pub async fn a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken(ba
         .collect();
     for wait in [Wait::Block, Wait::Timeout(Duration::from_secs(60))] {
         let holder = fx.begin().await;
-        take(&fx, &holder, std::slice::from_ref(&blocker), Wait::Block)
+        take(fx, &holder, std::slice::from_ref(&blocker), Wait::Block)
             .await
             .expect("uncontended");
         let waiter = fx.begin().await;
@@ -129,10 +138,10 @@ pub async fn a_large_plan_waits_holding_exactly_the_rows_before_the_one_taken(ba
             (outcome, waiter)
         });
         fx.wait_until_blocked(id).await;
-        let (locked, _) = bucket_rows_locked(&fx, 2_000).await;
+        let (locked, _) = bucket_rows_locked(fx, 2_000).await;
         assert_eq!(
             locked, before,
-            "{wait:?}: the rows up to the one held elsewhere"
+            "{resources} resources, {wait:?}: the rows up to the one held elsewhere"
         );
         holder.rollback().await.expect("rollback");
         let (outcome, waiter) = bounded("the waiter", task).await.expect("task");

@@ -3,17 +3,13 @@
 
 use sea_orm::{ConnectionTrait, QueryResult};
 
-use super::on_standby;
+use super::{MAX_PROBED_KEYS, on_standby};
 use crate::backend::cancel::Canceller;
 use crate::backend::run::Run;
 use crate::config::Wait;
 use crate::error::{Error, Result, TxnState};
 use crate::model::plan::LockPlan;
 
-/// The largest plan tried key by key before waiting on PostgreSQL: its
-/// probe nests one `CASE` per key. Larger plans read the connection id
-/// first and wait at once.
-const MAX_PROBED_KEYS: usize = 64;
 
 /// Advisory locks: try the plan key by key without waiting (one
 /// statement, stopping at the first key taken, whose row also names the

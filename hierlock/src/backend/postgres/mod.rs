@@ -9,6 +9,11 @@
 
 pub(crate) mod advisory;
 
+/// The largest plan tried key by key before waiting on PostgreSQL: its
+/// probe nests one `CASE` per key. Larger plans read the connection id
+/// first and wait at once.
+pub(crate) const MAX_PROBED_KEYS: usize = 64;
+
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -302,6 +307,55 @@ pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>, name
         );
     }
     let values = plan.iter().map(|lock| Value::from(lock.key.slot));
+    Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// The bucket table's attempt without waiting, as [`advisory_probe`]'s: each
+/// row locked in plan order by an `EXISTS` of its own with `SKIP LOCKED`
+/// (a row another transaction holds in a conflicting mode is skipped, no
+/// error, no wait), nested in `CASE`s that stop at the first row skipped,
+/// so that a failed attempt holds a prefix of the plan, never a row past a
+/// gap. Returns `granted` (1 if every row was locked; a row that is not
+/// there is skipped too, and the statement that waits then reports it) and,
+/// with `name_waiter`, the columns that name the waiter. A `NOWAIT` would
+/// abort the transaction (PostgreSQL has no statement rollback outside a
+/// savepoint); a skipped row does not.
+pub(super) fn bucket_probe(
+    table: &str,
+    plan: &[PlannedLock],
+    lease: Option<Duration>,
+    name_waiter: bool,
+) -> Statement {
+    let mut sql = String::from("SELECT ");
+    let mut values = Vec::with_capacity(plan.len() * 2);
+    for (i, lock) in plan.iter().enumerate() {
+        let clause = match lock.mode {
+            LockMode::Exclusive => "FOR UPDATE",
+            LockMode::Shared => "FOR SHARE",
+        };
+        write!(
+            sql,
+            "CASE WHEN EXISTS (SELECT 1 FROM {table} AS t WHERE t.level = ${}::int2 \
+             AND t.bucket = ${}::int4 {clause} OF t SKIP LOCKED) THEN ",
+            2 * i + 1,
+            2 * i + 2
+        )
+        .ok();
+        values.push(Value::from(i32::from(lock.key.table_level())));
+        values.push(Value::from(lock.key.slot));
+    }
+    sql.push('1');
+    for _ in plan {
+        sql.push_str(" ELSE 0 END");
+    }
+    sql.push_str(" AS granted");
+    sql.push_str(&lease_column(lease));
+    if name_waiter {
+        let waiter = crate::backend::waiter::postgres_columns(Some("hierlock_probe.granted = 1"));
+        sql = format!(
+            "WITH hierlock_probe AS MATERIALIZED ({sql}) SELECT hierlock_probe.*, {waiter} FROM hierlock_probe"
+        );
+    }
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
 
