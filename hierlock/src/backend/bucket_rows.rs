@@ -60,11 +60,7 @@ async fn take_probing_postgres(
         .dialect
         .bucket_probe_statement(table, plan.locks(), run.lease, canceller.can_cancel());
     let rows = run.query(stmt, plan.locks().len() > 1, None).await?;
-    let granted = rows
-        .first()
-        .and_then(|row| row.try_get::<i32>("", "granted").ok())
-        == Some(1);
-    if granted {
+    if super::postgres::probe_granted(&rows) {
         return Ok(());
     }
     run.holds_prefix = plan.locks().len() > 1;
@@ -74,8 +70,8 @@ async fn take_probing_postgres(
 }
 
 /// The plan's statements (see [`Dialect::split_bucket_plan`](super::dialect::Dialect::split_bucket_plan)), in key
-/// order: mixed modes in one statement on the MySQL family, one run of
-/// equal modes at a time on PostgreSQL.
+/// order: mixed modes in one statement (on PostgreSQL each run of equal
+/// modes a `WITH` query of it).
 async fn take(
     run: &mut Run<'_, impl ConnectionTrait>,
     plan: &LockPlan,

@@ -3,7 +3,7 @@
 
 use sea_orm::{ConnectionTrait, QueryResult};
 
-use super::{MAX_PROBED_KEYS, on_standby};
+use super::{MAX_PROBED_KEYS, on_standby, probe_granted};
 use crate::backend::cancel::Canceller;
 use crate::backend::run::Run;
 use crate::config::Wait;
@@ -31,11 +31,7 @@ pub(crate) async fn take_probing(
         if on_standby(&rows) {
             return Err(run.on_standby().await);
         }
-        let granted = rows
-            .first()
-            .and_then(|row| row.try_get::<i32>("", "granted").ok())
-            == Some(1);
-        if granted {
+        if probe_granted(&rows) {
             return Ok(());
         }
         run.holds_prefix = plan.locks().len() > 1;

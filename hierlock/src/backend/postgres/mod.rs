@@ -301,10 +301,7 @@ pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>, name
     sql.push_str(STANDBY_COLUMN);
     sql.push_str(&lease_column(lease));
     if name_waiter {
-        let waiter = crate::backend::waiter::postgres_columns(Some("hierlock_probe.granted = 1"));
-        sql = format!(
-            "WITH hierlock_probe AS MATERIALIZED ({sql}) SELECT hierlock_probe.*, {waiter} FROM hierlock_probe"
-        );
+        sql = naming_the_waiter(&sql);
     }
     let values = plan.iter().map(|lock| Value::from(lock.key.slot));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
@@ -351,12 +348,25 @@ pub(super) fn bucket_probe(
     sql.push_str(" AS granted");
     sql.push_str(&lease_column(lease));
     if name_waiter {
-        let waiter = crate::backend::waiter::postgres_columns(Some("hierlock_probe.granted = 1"));
-        sql = format!(
-            "WITH hierlock_probe AS MATERIALIZED ({sql}) SELECT hierlock_probe.*, {waiter} FROM hierlock_probe"
-        );
+        sql = naming_the_waiter(&sql);
     }
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// A probe (a statement whose one row says in `granted` whether every lock
+/// was taken) that also names the waiter, if one was not: the probe in a
+/// `MATERIALIZED` CTE, so that its locks are tried once, before the
+/// columns of [`waiter`](crate::backend::waiter) that read `granted`.
+fn naming_the_waiter(probe: &str) -> String {
+    let waiter = crate::backend::waiter::postgres_columns(Some("hierlock_probe.granted = 1"));
+    format!("WITH hierlock_probe AS MATERIALIZED ({probe}) SELECT hierlock_probe.*, {waiter} FROM hierlock_probe")
+}
+
+/// Whether a probe's row says every lock was taken.
+pub(crate) fn probe_granted(rows: &[sea_orm::QueryResult]) -> bool {
+    rows.first()
+        .and_then(|row| row.try_get::<i32>("", "granted").ok())
+        == Some(1)
 }
 
 /// `, pg_is_in_recovery() AS hierlock_standby`: whether the server is a hot
