@@ -2,10 +2,10 @@
 //! optional bucket table.
 //!
 //! PostgreSQL rejects lock clauses inside a `UNION`, so a bucket plan's
-//! runs of equal modes are `WITH` queries of one statement. It has no per-statement lock timeout:
-//! a timed statement sets `lock_timeout` for its own waits ([`bounded`]),
-//! and hierlock cancels it if it has not answered just after the deadline
-//! (see `cancel`).
+//! runs of equal modes are `WITH` queries of one statement. It has no
+//! per-statement lock timeout: a timed statement sets `lock_timeout` for
+//! its own waits ([`bounded`]), and hierlock cancels it if it has not
+//! answered just after the deadline (see `cancel`).
 
 pub(crate) mod advisory;
 
@@ -52,11 +52,7 @@ pub(super) fn bucket_statement(
     let fence_param = 2 * runs.len() + 1;
     let bound_param = fence_param + if fence.is_some() { 2 } else { 0 };
     let run_query = |i: usize, run: &[PlannedLock]| {
-        let lock = match run.first().map_or(LockMode::Shared, |lock| lock.mode) {
-            LockMode::Exclusive => "FOR UPDATE",
-            // PostgreSQL rejects MariaDB's LOCK IN SHARE MODE.
-            LockMode::Shared => "FOR SHARE",
-        };
+        let lock = lock_clause(run.first().map_or(LockMode::Shared, |lock| lock.mode));
         // The locked rows, `b`, one for each key of `k`, in the keys' order.
         let keys = format!(
             "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{} \
@@ -272,10 +268,9 @@ fn fence_values(fence: Option<Fence>) -> impl Iterator<Item = Value> {
 
 /// `SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN CASE WHEN
 /// pg_try_advisory_xact_lock($2) THEN 1 ELSE 0 END ELSE 0 END`: try the keys
-/// left to right and stop at the first one taken (a `CASE` is evaluated in
-/// order; `AND` is not guaranteed to be), so that a failed attempt holds a
-/// prefix of the plan, never a key past a gap. Returns one column,
-/// `granted`: 1 if every key was taken.
+/// left to right and stop at the first one taken
+/// ([`granted_until_the_first_refused`]). Returns one column, `granted`: 1
+/// if every key was taken.
 ///
 /// With `name_waiter`, the row also names the backend and, if a key was
 /// taken, the transaction (the columns of [`waiter`](crate::backend::waiter)),
@@ -283,21 +278,11 @@ fn fence_values(fence: Option<Fence>) -> impl Iterator<Item = Value> {
 /// be cancellable. The attempt is then a `MATERIALIZED` CTE: its try-locks
 /// run once, before the columns that read `granted`.
 pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>, name_waiter: bool) -> Statement {
-    let mut sql = String::from("SELECT ");
-    for (i, lock) in plan.iter().enumerate() {
-        write!(
-            sql,
-            "CASE WHEN pg_try_advisory_xact_lock{}(${}) THEN ",
-            shared_suffix(lock),
-            i + 1
-        )
-        .ok();
-    }
-    sql.push('1');
-    for _ in plan {
-        sql.push_str(" ELSE 0 END");
-    }
-    sql.push_str(" AS granted");
+    let tries = plan
+        .iter()
+        .enumerate()
+        .map(|(i, lock)| format!("pg_try_advisory_xact_lock{}(${})", shared_suffix(lock), i + 1));
+    let mut sql = granted_until_the_first_refused(tries);
     sql.push_str(STANDBY_COLUMN);
     sql.push_str(&lease_column(lease));
     if name_waiter {
@@ -310,9 +295,8 @@ pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>, name
 /// The bucket table's attempt without waiting, as [`advisory_probe`]'s: each
 /// row locked in plan order by an `EXISTS` of its own with `SKIP LOCKED`
 /// (a row another transaction holds in a conflicting mode is skipped, no
-/// error, no wait), nested in `CASE`s that stop at the first row skipped,
-/// so that a failed attempt holds a prefix of the plan, never a row past a
-/// gap. Returns `granted` (1 if every row was locked; a row that is not
+/// error, no wait), stopping at the first row skipped
+/// ([`granted_until_the_first_refused`]). Returns `granted` (1 if every row was locked; a row that is not
 /// there is skipped too, and the statement that waits then reports it) and,
 /// with `name_waiter`, the columns that name the waiter. A `NOWAIT` would
 /// abort the transaction (PostgreSQL has no statement rollback outside a
@@ -323,34 +307,54 @@ pub(super) fn bucket_probe(
     lease: Option<Duration>,
     name_waiter: bool,
 ) -> Statement {
-    let mut sql = String::from("SELECT ");
-    let mut values = Vec::with_capacity(plan.len() * 2);
-    for (i, lock) in plan.iter().enumerate() {
-        let clause = match lock.mode {
-            LockMode::Exclusive => "FOR UPDATE",
-            LockMode::Shared => "FOR SHARE",
-        };
-        write!(
-            sql,
-            "CASE WHEN EXISTS (SELECT 1 FROM {table} AS t WHERE t.level = ${}::int2 \
-             AND t.bucket = ${}::int4 {clause} OF t SKIP LOCKED) THEN ",
+    let tries = plan.iter().enumerate().map(|(i, lock)| {
+        format!(
+            "EXISTS (SELECT 1 FROM {table} AS t WHERE t.level = ${}::int2 \
+             AND t.bucket = ${}::int4 {} OF t SKIP LOCKED)",
             2 * i + 1,
-            2 * i + 2
+            2 * i + 2,
+            lock_clause(lock.mode)
         )
-        .ok();
-        values.push(Value::from(i32::from(lock.key.table_level())));
-        values.push(Value::from(lock.key.slot));
-    }
-    sql.push('1');
-    for _ in plan {
-        sql.push_str(" ELSE 0 END");
-    }
-    sql.push_str(" AS granted");
+    });
+    let mut sql = granted_until_the_first_refused(tries);
+    let values = plan.iter().flat_map(|lock| {
+        [
+            Value::from(i32::from(lock.key.table_level())),
+            Value::from(lock.key.slot),
+        ]
+    });
     sql.push_str(&lease_column(lease));
     if name_waiter {
         sql = naming_the_waiter(&sql);
     }
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// The lock clause of a bucket row taken in `mode` (PostgreSQL rejects
+/// MariaDB's `LOCK IN SHARE MODE`).
+fn lock_clause(mode: LockMode) -> &'static str {
+    match mode {
+        LockMode::Exclusive => "FOR UPDATE",
+        LockMode::Shared => "FOR SHARE",
+    }
+}
+
+/// `SELECT CASE WHEN <try 1> THEN CASE WHEN <try 2> THEN 1 ELSE 0 END ELSE
+/// 0 END AS granted`: the tries (conditions that lock without waiting) in
+/// order, stopping at the first that fails (a `CASE` is evaluated in order;
+/// `AND` is not guaranteed to be), so that a failed probe holds a prefix of
+/// the plan, never a lock past a gap.
+fn granted_until_the_first_refused(tries: impl Iterator<Item = String>) -> String {
+    let mut sql = String::from("SELECT ");
+    let mut depth = 0;
+    for try_lock in tries {
+        write!(sql, "CASE WHEN {try_lock} THEN ").ok();
+        depth += 1;
+    }
+    sql.push('1');
+    sql.push_str(&" ELSE 0 END".repeat(depth));
+    sql.push_str(" AS granted");
+    sql
 }
 
 /// A probe (a statement whose one row says in `granted` whether every lock
