@@ -32,10 +32,6 @@ fn ui() {
 fn every_refusal_is_one_error_in_hierlocks_words() {
     /// (case, errors, whether the first is rustc's bare bound).
     const KNOWN: &[(&str, usize, bool)] = &[
-        // A plain dense entity's field to a protected compact one: SeaORM's
-        // derive names the target's `ModelEx`, `ActiveModelEx` and loaders
-        // at each of its uses.
-        ("migrate-dense-relation-field", 25, false),
         // SeaORM's nested writes are `async fn`s bounded by the connection:
         // rustc reports the unmet bound at the argument, the call and the
         // `.await`.

@@ -131,15 +131,13 @@ pub(super) fn expand(
     // `<Entity as EntityTrait>::ActiveModel` names, and a dense `Model`'s
     // `into_active_model()` gives): refused, but for those of a dense one
     // that SeaORM's nested writes call, which its shadows gate on a proof.
-    let raw_writes = refused::write_methods(
-        krate,
-        &name,
-        if dense {
-            refused::RAW_WRITES_NOT_NESTED
-        } else {
-            refused::ACTIVE_MODEL_WRITES
-        },
-    );
+    let raw_writes = if dense {
+        refused::write_methods(krate, &name, refused::RAW_WRITES_NOT_NESTED)
+    } else {
+        let writes = refused::write_methods(krate, &name, refused::ACTIVE_MODEL_WRITES);
+        let action = refused::compact_action(krate, &name);
+        quote!(#writes #action)
+    };
     let model_delete = Guard::ModelDelete.bound(&name);
     let entity_doc = format!(
         "The protected `{name}` entity: SeaORM's entity of this table. Reads are SeaORM's \
@@ -387,21 +385,24 @@ fn version_impl(krate: &Path, version: Option<&Ident>) -> (TokenStream, TokenStr
 /// The names SeaORM's dense format looks for in the module of a relation
 /// field's target (`ModelEx`, `ActiveModelEx`, `EntityLoader`,
 /// `EntityLoaderWith`), as types whose use reports that a dense entity
-/// relates to a protected one with a `Related` impl, not with a field.
-/// `defined` are the names the module defines itself, left to it.
+/// relates to a protected compact one with a field, and what to write
+/// instead. `defined` are the names the module defines itself, left to it.
+///
+/// The first is a type with a constant that panics, the others aliases of
+/// it: rustc evaluates the constant only where the type is used, reports its
+/// panic once, and reports nothing of the uses it makes errors of (each use
+/// of an unmet bound was an error of its own, about 25 for one field).
 fn dense_placeholders(name: &Ident, defined: &[Ident]) -> TokenStream {
     let message = format!(
-        "a relation field of a dense entity cannot point at protected `{name}::Entity`: \
-         relate to it with `impl Related<super::{name}::Entity> for Entity`"
+        "a relation field of a dense entity cannot point at protected `{name}::Entity`, \
+         which is compact: make `{name}` dense too (`#[sea_orm::model]`), or remove the \
+         field and relate with `impl Related<super::{name}::Entity> for Entity {{ fn to() -> \
+         RelationDef {{ Entity::belongs_to(super::{name}::Entity).from(Column::..).to(\
+         super::{name}::Column::..).into() }} }}`"
     );
-    let label =
-        format!("SeaORM's dense format needs `{name}` to be dense too; `{name}` is compact");
-    let note = format!(
-        "remove the field, and write `impl Related<super::{name}::Entity> for Entity {{ fn to() -> RelationDef {{ \
-         Entity::belongs_to(super::{name}::Entity).from(Column::..).to(super::{name}::Column::..).into() }} }}`; \
-         queries then read across it: `find_also_related({name}::Entity)`"
-    );
-    let placeholders = [
+    // `panic!`'s message is a format string.
+    let message = message.replace('{', "{{").replace('}', "}}");
+    let mut placeholders = [
         "ModelEx",
         "ActiveModelEx",
         "EntityLoader",
@@ -410,21 +411,15 @@ fn dense_placeholders(name: &Ident, defined: &[Ident]) -> TokenStream {
     .into_iter()
     .filter(|p| !defined.iter().any(|d| d == p))
     .map(|p| Ident::new(p, Span::call_site()));
+    let Some(first) = placeholders.next() else {
+        return TokenStream::new();
+    };
     quote! {
         #[doc(hidden)]
-        #[allow(non_camel_case_types)]
-        #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
-        pub trait __hierlock_NotDense {
-            type Never;
-        }
-
-        impl __hierlock_NotDense for __hierlock_Unmet {
-            type Never = __hierlock_Unmet;
-        }
-
+        pub type #first = [(); { ::core::panic!(#message) }];
         #(
             #[doc(hidden)]
-            pub type #placeholders = <&'static () as __hierlock_NotDense>::Never;
+            pub type #placeholders = #first;
         )*
     }
 }

@@ -165,3 +165,28 @@ pub(in crate::protected) fn write_methods(
     });
     quote!(#(#methods)*)
 }
+
+/// `action`, which a plain dense entity's nested save calls on the related
+/// row of a relation field, for the raw active model of a protected compact
+/// entity (whose `ActiveModelEx` it is): such a field is refused where the
+/// save names the target's dense types (`facade::dense_placeholders`); this
+/// turns the one call that names the raw active model instead into the
+/// guard's words.
+pub(in crate::protected) fn compact_action(krate: &Path, name: &Ident) -> TokenStream {
+    let sea_orm = quote!(#krate::__private::sea_orm);
+    let guard = Guard::ActiveModelWrite.bound(name);
+    quote! {
+        /// Not available on a protected entity: it would write without a
+        /// lock. Use `Entity::insert/update/delete(am).exec(&lock)`.
+        pub fn action<'__hierlock, C>(
+            self,
+            _action: #sea_orm::ActiveModelAction,
+            _db: &C,
+        ) -> ::core::future::Ready<::core::result::Result<Self, #sea_orm::DbErr>>
+        where
+            #guard,
+        {
+            #krate::__private::refused()
+        }
+    }
+}
