@@ -130,12 +130,14 @@ pub(super) fn expand(
     // SeaORM's writes of the raw active model in method syntax (which
     // `<Entity as EntityTrait>::ActiveModel` names, and a dense `Model`'s
     // `into_active_model()` gives): refused, but for those of a dense one
-    // that SeaORM's nested writes call, which its shadows gate on a proof.
+    // that SeaORM's nested writes call, which its shadows gate on a proof;
+    // a compact one's `action` too, which a plain dense entity's nested save
+    // calls through a relation field to it.
     let raw_writes = if dense {
         refused::write_methods(krate, &name, refused::RAW_WRITES_NOT_NESTED)
     } else {
         let writes = refused::write_methods(krate, &name, refused::ACTIVE_MODEL_WRITES);
-        let action = refused::compact_action(krate, &name);
+        let action = refused::write_methods(krate, &name, refused::NESTED_ACTION);
         quote!(#writes #action)
     };
     let model_delete = Guard::ModelDelete.bound(&name);
@@ -390,8 +392,8 @@ fn version_impl(krate: &Path, version: Option<&Ident>) -> (TokenStream, TokenStr
 ///
 /// The first is a type with a constant that panics, the others aliases of
 /// it: rustc evaluates the constant only where the type is used, reports its
-/// panic once, and reports nothing of the uses it makes errors of (each use
-/// of an unmet bound was an error of its own, about 25 for one field).
+/// panic once, and reports nothing of the uses it makes errors of (an unmet
+/// bound would be an error at each use: about 25 for one field).
 fn dense_placeholders(name: &Ident, defined: &[Ident]) -> TokenStream {
     let message = format!(
         "a relation field of a dense entity cannot point at protected `{name}::Entity`, \

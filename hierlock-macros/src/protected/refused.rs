@@ -123,6 +123,13 @@ pub(in crate::protected) const ACTIVE_MODEL_WRITES: &[&str] = &[
     "delete",
 ];
 
+/// SeaORM's dense nested write of one row, which a plain dense entity's
+/// nested save calls on the related row of a relation field: for a
+/// protected compact target that is its raw active model (refused as a
+/// whole where the save names the target's dense types:
+/// `facade::dense_placeholders`).
+pub(in crate::protected) const NESTED_ACTION: &[&str] = &["action"];
+
 /// Those of a dense entity's raw active model that SeaORM's nested writes
 /// do not call (they call `insert`, `update` and `delete`, which the
 /// sealed module shadows: `format::dense::sealed`).
@@ -142,18 +149,21 @@ pub(in crate::protected) fn write_methods(
     let guard = Guard::ActiveModelWrite.bound(name);
     let methods = methods.iter().map(|method| {
         let ret = match *method {
-            "save" => quote!(Self),
+            "save" | "action" => quote!(Self),
             "insert" | "update" => quote!(Model),
             "update_without_returning" => quote!(#sea_orm::UpdateResult),
             "delete" => quote!(#sea_orm::DeleteResult),
             other => unreachable!("not a write of SeaORM's active models: {other}"),
         };
+        // `action` (a dense nested write's step) says which write it is.
+        let kind = (*method == "action").then(|| quote!(_action: #sea_orm::ActiveModelAction,));
         let method = Ident::new(method, Span::call_site());
         quote! {
             /// Not available on a protected entity: it would write without a
             /// lock. Use `Entity::insert/update/delete(am).exec(&lock)`.
             pub fn #method<'__hierlock, C>(
                 self,
+                #kind
                 _db: &C,
             ) -> ::core::future::Ready<::core::result::Result<#ret, #sea_orm::DbErr>>
             where
@@ -164,29 +174,4 @@ pub(in crate::protected) fn write_methods(
         }
     });
     quote!(#(#methods)*)
-}
-
-/// `action`, which a plain dense entity's nested save calls on the related
-/// row of a relation field, for the raw active model of a protected compact
-/// entity (whose `ActiveModelEx` it is): such a field is refused where the
-/// save names the target's dense types (`facade::dense_placeholders`); this
-/// turns the one call that names the raw active model instead into the
-/// guard's words.
-pub(in crate::protected) fn compact_action(krate: &Path, name: &Ident) -> TokenStream {
-    let sea_orm = quote!(#krate::__private::sea_orm);
-    let guard = Guard::ActiveModelWrite.bound(name);
-    quote! {
-        /// Not available on a protected entity: it would write without a
-        /// lock. Use `Entity::insert/update/delete(am).exec(&lock)`.
-        pub fn action<'__hierlock, C>(
-            self,
-            _action: #sea_orm::ActiveModelAction,
-            _db: &C,
-        ) -> ::core::future::Ready<::core::result::Result<Self, #sea_orm::DbErr>>
-        where
-            #guard,
-        {
-            #krate::__private::refused()
-        }
-    }
 }
