@@ -402,8 +402,6 @@ fn dense_placeholders(name: &Ident, defined: &[Ident]) -> TokenStream {
          RelationDef {{ Entity::belongs_to(super::{name}::Entity).from(Column::..).to(\
          super::{name}::Column::..).into() }} }}`"
     );
-    // `panic!`'s message is a format string.
-    let message = message.replace('{', "{{").replace('}', "}}");
     let mut placeholders = [
         "ModelEx",
         "ActiveModelEx",
@@ -418,7 +416,8 @@ fn dense_placeholders(name: &Ident, defined: &[Ident]) -> TokenStream {
     };
     quote! {
         #[doc(hidden)]
-        pub type #first = [(); { ::core::panic!(#message) }];
+        // The message as an argument: a format string in every edition.
+        pub type #first = [(); ::core::panic!("{}", #message)];
         #(
             #[doc(hidden)]
             pub type #placeholders = #first;
