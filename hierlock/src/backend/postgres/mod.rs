@@ -296,9 +296,10 @@ pub(super) fn advisory_probe(plan: &[PlannedLock], lease: Option<Duration>, name
 /// row locked in plan order by an `EXISTS` of its own with `SKIP LOCKED`
 /// (a row another transaction holds in a conflicting mode is skipped, no
 /// error, no wait), stopping at the first row skipped
-/// ([`granted_until_the_first_refused`]). Returns `granted` (1 if every row was locked; a row that is not
-/// there is skipped too, and the statement that waits then reports it) and,
-/// with `name_waiter`, the columns that name the waiter. A `NOWAIT` would
+/// ([`granted_until_the_first_refused`]). Returns `granted` (1 if every
+/// row was locked; a row that is not there is skipped too, and the
+/// statement that waits then reports it) and, with `name_waiter`, the
+/// columns that name the waiter. A `NOWAIT` would
 /// abort the transaction (PostgreSQL has no statement rollback outside a
 /// savepoint); a skipped row does not.
 pub(super) fn bucket_probe(
@@ -367,7 +368,7 @@ fn naming_the_waiter(probe: &str) -> String {
 }
 
 /// Whether a probe's row says every lock was taken.
-pub(crate) fn probe_granted(rows: &[sea_orm::QueryResult]) -> bool {
+pub(super) fn probe_granted(rows: &[sea_orm::QueryResult]) -> bool {
     rows.first()
         .and_then(|row| row.try_get::<i32>("", "granted").ok())
         == Some(1)
