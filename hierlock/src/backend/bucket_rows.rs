@@ -88,7 +88,7 @@ async fn take(
         let fence = run.fence();
         let stmt = run
             .dialect
-            .bucket_lock_statement(table, locks, wait, run.lease, fence, read);
+            .bucket_lock_statement(table, locks, wait, run.lease, fence.as_ref(), read);
         // Earlier statements, or earlier rows of this one, may hold locks
         // (a statement that also reads holds them when its read fails).
         let partial = partial || locks.len() > 1 || reads;

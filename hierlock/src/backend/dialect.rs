@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
-use super::fence::Fence;
+use super::fence::{Fence, Fencing};
 use super::row_read::{self, RowRead};
 use super::{mysql, postgres, sqlite};
 
@@ -149,7 +149,8 @@ impl Dialect {
     /// With a `lease`, PostgreSQL's statement also sets it for the
     /// transaction (see [`Config::with_lease`](crate::Config::with_lease));
     /// the MySQL family's lease is the pool's. With a `fence`, the
-    /// statement takes it after its locks (see `cancel`). With a `read`
+    /// statement takes it after its locks, and on the MySQL family lets go
+    /// of those it names to release (see `cancel`). With a `read`
     /// (MySQL family), the statement reads after its locks (see `row_read`;
     /// PostgreSQL's never reads: see [`Dialect::reads_in_lock_statement`]).
     pub(crate) fn bucket_lock_statement(
@@ -158,12 +159,14 @@ impl Dialect {
         part: &[PlannedLock],
         wait: Wait,
         lease: Option<Duration>,
-        fence: Option<Fence>,
+        fence: Option<&Fencing>,
         read: Option<&RowRead>,
     ) -> Statement {
         let table = self.quote(table.as_str());
         let flavor = match self {
-            Dialect::Postgres => return postgres::bucket_statement(&table, part, wait, lease, fence),
+            Dialect::Postgres => {
+                return postgres::bucket_statement(&table, part, wait, lease, fence.map(|f| f.own));
+            }
             Dialect::MariaDb => mysql::Flavor::MariaDb,
             _ => mysql::Flavor::MySql,
         };

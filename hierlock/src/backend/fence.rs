@@ -59,6 +59,16 @@ impl Fence {
     }
 }
 
+/// What a statement that may wait does with fences: takes its own after
+/// its locks, then, on the MySQL family, lets go of those its connection
+/// kept from earlier statements, which no cancellation can reach any more
+/// (see `cancel::kept`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fencing {
+    pub(crate) own: Fence,
+    pub(crate) releasing: Vec<Fence>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

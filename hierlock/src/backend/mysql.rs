@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sea_orm::{DbBackend, Statement, Value};
 
-use super::fence::Fence;
+use super::fence::Fencing;
 use crate::config::Wait;
 use crate::model::plan::{LockMode, PlannedLock};
 
@@ -111,19 +111,27 @@ pub(super) fn run_lists(
 
 /// `stmt`, then its fence (see `cancel`): a last `UNION ALL` branch that
 /// takes the fence's `GET_LOCK` lock once every earlier branch has locked
-/// its rows (the branches run in order), and returns no row (`GET_LOCK`
-/// answers 1, 0 or NULL). It waits for the fence as long as a cancellation
-/// holds it, a year at most (MariaDB has no endless `GET_LOCK`). A fence
-/// that is only a mark (Galera) is a comment at the end of the text.
+/// its rows (the branches run in order), then lets go of the fences its
+/// connection kept from earlier statements (`RELEASE_LOCK`, which a
+/// connection's fence outlives its statement for: see `cancel::kept`), and
+/// returns no row. It waits for the fence as long as a cancellation holds
+/// it, a year at most (MariaDB has no endless `GET_LOCK`). A fence that is
+/// only a mark (Galera) is a comment at the end of the text.
 /// `columns`: how many columns the statement's rows have.
-pub(super) fn fenced(mut stmt: Statement, fence: Fence, columns: usize) -> Statement {
+pub(super) fn fenced(mut stmt: Statement, fencing: &Fencing, columns: usize) -> Statement {
+    let fence = fencing.own;
     if !fence.locks() {
         stmt.sql.push_str(&format!(" /* {} */", fence.mysql_name()));
         return stmt;
     }
     let nulls = vec!["NULL"; columns].join(", ");
-    let branch = format!("SELECT {nulls} FROM DUAL WHERE GET_LOCK(?, 31536000) = 2");
-    union_all(stmt, &branch, [Value::from(fence.mysql_name())])
+    // A sum, so that every call runs, left to right: the fence first. The
+    // releases answer 1, or NULL for a lock nobody holds (a session that
+    // ended, its connection's too).
+    let releases = " + COALESCE(RELEASE_LOCK(?), 0)".repeat(fencing.releasing.len());
+    let branch = format!("SELECT {nulls} FROM DUAL WHERE GET_LOCK(?, 31536000){releases} < 0");
+    let names = std::iter::once(fence).chain(fencing.releasing.iter().copied());
+    union_all(stmt, &branch, names.map(|f| Value::from(f.mysql_name())))
 }
 
 /// `stmt` (lock branches), then `branch` with its `values`, as one more
@@ -199,4 +207,47 @@ fn json_keys(run: &[PlannedLock]) -> String {
 /// MySQL-family timeouts are whole seconds: round up, never down to zero.
 pub(crate) fn whole_seconds(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::fence::Fence;
+
+    /// The fence branch takes the statement's own fence, then lets go of
+    /// the ones its connection kept, in one sum so that every call runs,
+    /// and returns no row; its parameters follow the statement's.
+    #[test]
+    fn the_fence_branch_takes_its_own_then_lets_the_kept_ones_go() {
+        let stmt = Statement::from_sql_and_values(
+            DbBackend::MySql,
+            "SELECT 1, 2 FROM t WHERE k = ? FOR UPDATE",
+            [Value::from(7_i64)],
+        );
+        let (own, kept) = (Fence::next(true), [Fence::next(true), Fence::next(true)]);
+        let fencing = Fencing {
+            own,
+            releasing: kept.to_vec(),
+        };
+        let fenced = fenced(stmt, &fencing, 2);
+        assert_eq!(
+            fenced.sql,
+            "(SELECT 1, 2 FROM t WHERE k = ? FOR UPDATE) UNION ALL (SELECT NULL, NULL FROM DUAL \
+             WHERE GET_LOCK(?, 31536000) + COALESCE(RELEASE_LOCK(?), 0) + COALESCE(RELEASE_LOCK(?), 0) < 0)"
+        );
+        let names: Vec<Value> = [own, kept[0], kept[1]].iter().map(|f| Value::from(f.mysql_name())).collect();
+        assert_eq!(fenced.values.expect("values").0[1..], names[..]);
+        // A mark (a server that refuses `GET_LOCK`) lets nothing go.
+        let mark = Fencing {
+            own: Fence::next(false),
+            releasing: Vec::new(),
+        };
+        let marked = fenced_mark(&mark);
+        assert!(marked.ends_with(&format!(" /* {} */", mark.own.mysql_name())), "{marked}");
+    }
+
+    fn fenced_mark(fencing: &Fencing) -> String {
+        let stmt = Statement::from_string(DbBackend::MySql, "SELECT 1 FROM t FOR UPDATE");
+        fenced(stmt, fencing, 1).sql
+    }
 }

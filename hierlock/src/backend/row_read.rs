@@ -89,7 +89,7 @@ mod tests {
 
     use super::RowRead;
     use crate::backend::dialect::Dialect;
-    use crate::backend::fence::Fence;
+    use crate::backend::fence::{Fence, Fencing};
     use crate::config::{TableName, Wait};
     use crate::model::key::KeyScheme;
     use crate::model::plan::{Keyspace, LockPlan};
@@ -116,7 +116,7 @@ mod tests {
                 plan.locks(),
                 Wait::Block,
                 None,
-                Some(fence),
+                Some(&Fencing { own: fence, releasing: Vec::new() }),
                 Some(&read),
             );
             let branches: Vec<&str> = stmt.sql.split(" UNION ALL ").collect();

@@ -9,7 +9,7 @@ use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement};
 use tokio::time::Instant;
 
 use super::cancel::{CancelOnDrop, Canceller};
-use super::fence::Fence;
+use super::fence::Fencing;
 use super::row_read::RowRead;
 use super::waiter::Waiter;
 use super::classify::{
@@ -86,12 +86,15 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
     }
 
     /// The fence for the next lock statement, if it may wait and can be
-    /// cancelled (see `cancel`): the statement builder puts it in the
-    /// statement, and [`Run::query`] is given it with the statement.
-    pub(crate) fn fence(&self) -> Option<Fence> {
-        self.cancel
-            .as_ref()
-            .and_then(|(canceller, _)| canceller.next_fence())
+    /// cancelled (see `cancel`), with the fences its connection kept from
+    /// earlier statements, for it to let go: the statement builder puts
+    /// them in the statement, and [`Run::query`] is given them with it.
+    pub(crate) fn fence(&self) -> Option<Fencing> {
+        let (canceller, waiter) = self.cancel.as_ref()?;
+        Some(Fencing {
+            own: canceller.next_fence()?,
+            releasing: canceller.releasable(*waiter),
+        })
     }
 
     /// Run one lock statement; classify its failure. `partial` says whether
@@ -104,7 +107,7 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         &mut self,
         stmt: Statement,
         partial: bool,
-        fence: Option<Fence>,
+        fence: Option<Fencing>,
     ) -> Result<Vec<QueryResult>> {
         self.query_bounded(stmt, partial, fence, false).await
     }
@@ -117,13 +120,18 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         &mut self,
         stmt: Statement,
         partial: bool,
-        fence: Option<Fence>,
+        fence: Option<Fencing>,
         server_bound: bool,
     ) -> Result<Vec<QueryResult>> {
         self.statements += 1;
         tracing::trace!(sql = %stmt.sql, "hierlock lock statement");
-        let guard: Option<CancelOnDrop> = match (&self.cancel, fence) {
-            (Some((canceller, waiter)), Some(fence)) => Some(canceller.arm(*waiter, fence)),
+        let guard: Option<CancelOnDrop> = match (&self.cancel, &fence) {
+            (Some((canceller, waiter)), Some(fence)) => {
+                // The fence outlives the statement on the MySQL family, to
+                // be let go by the connection's next wait (see `cancel`).
+                canceller.keep(*waiter, fence.own);
+                Some(canceller.arm(*waiter, fence.own))
+            }
             _ => None,
         };
         let statement = self.conn.query_all_raw(stmt);
@@ -145,7 +153,7 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
                         guard.cancel_now().await;
                     }
                     self.drain().await;
-                    self.release(fence).await;
+                    self.still_kept(fence);
                     return Err(self.deadline_passed(true));
                 }
             },
@@ -153,31 +161,23 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
         if let Some(guard) = guard {
             guard.disarm();
         }
-        let outcome = match outcome {
+        if outcome.is_err() {
+            self.still_kept(fence);
+        }
+        match outcome {
             Err(e) if is_read_only(&e) => Err(self.demoted(e).await),
             outcome => outcome.map_err(|e| self.conflict(e, partial)),
-        };
-        if !matches!(&outcome, Err(e) if e.kind() == crate::error::ErrorKind::ConnectionLost) {
-            self.release(fence).await;
         }
-        outcome
     }
 
-    /// Let go of a statement's fence where it outlives the statement (the
-    /// MySQL family's `GET_LOCK` is the session's; PostgreSQL's advisory
-    /// lock ends with the transaction). A failure leaves a lock nobody else
-    /// asks for on the session: logged, not returned.
-    async fn release(&self, fence: Option<Fence>) {
-        let Some(fence) = fence.filter(|f| f.locks() && self.dialect.is_mysql_family()) else {
-            return;
-        };
-        let stmt = Statement::from_sql_and_values(
-            self.dialect.backend(),
-            "DO RELEASE_LOCK(?)",
-            [sea_orm::Value::from(fence.mysql_name())],
-        );
-        if let Err(error) = self.conn.execute_raw(stmt).await {
-            tracing::debug!(%error, "hierlock could not release a lock statement's fence");
+    /// A statement that failed may not have let go of the fences it was to
+    /// release: they stay kept, for the connection's next wait (letting go
+    /// of a fence that is not held does nothing).
+    fn still_kept(&self, fence: Option<Fencing>) {
+        if let (Some((canceller, waiter)), Some(fence)) = (&self.cancel, fence) {
+            for kept in fence.releasing {
+                canceller.keep(*waiter, kept);
+            }
         }
     }
 

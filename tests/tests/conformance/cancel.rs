@@ -571,3 +571,71 @@ pub async fn a_deadline_burst_on_a_slow_network_ends_in_lock_timeouts(backend: B
         );
     }
 }
+
+/// The MySQL family's fence (a session lock) outlives the statement that
+/// waited, and the connection's next wait lets it go, in the statement
+/// that takes its own: however many waits a connection serves, it holds at
+/// most its last one's fence between them, and no round trip of its own
+/// releases it while the locks are held. (Released by no later statement,
+/// fences pile up, one per wait; released right after the grant, none
+/// stays.) Read from the server's own view of user locks.
+pub async fn a_connection_keeps_only_its_last_waits_fence(backend: Backend) {
+    let fx = Fixture::new(backend, "keptfence", 1000).await;
+    let held_by = |id: i64| match backend {
+        Backend::MariaDb => format!(
+            "SELECT COUNT(*) FROM information_schema.METADATA_LOCK_INFO \
+             WHERE LOCK_TYPE = 'User lock' AND THREAD_ID = {id} \
+             AND TABLE_SCHEMA LIKE 'hierlock\\_fence\\_%'"
+        ),
+        _ => format!(
+            "SELECT COUNT(*) FROM performance_schema.metadata_locks AS l \
+             JOIN performance_schema.threads AS t ON t.THREAD_ID = l.OWNER_THREAD_ID \
+             WHERE l.OBJECT_TYPE = 'USER LEVEL LOCK' AND t.PROCESSLIST_ID = {id} \
+             AND l.OBJECT_NAME LIKE 'hierlock\\_fence\\_%'"
+        ),
+    };
+    if backend == Backend::MariaDb {
+        // MariaDB shows user locks through a plugin it ships, not loaded by
+        // default.
+        let loaded = query_i64(
+            &fx.db,
+            "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'METADATA_LOCK_INFO'",
+        )
+        .await
+        .expect("the plugin list");
+        if loaded == 0 {
+            fx.exec("INSTALL SONAME 'metadata_lock_info'").await;
+        }
+    }
+    // One connection: every round waits on it.
+    let pool = fx.another_pool(1).await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    let mut ids = Vec::new();
+    for round in 1..=3 {
+        let holder = holding(&fx, std::slice::from_ref(&r)).await;
+        let waiter = pool.begin().await.expect("begin");
+        let id = fx.connection_id(&waiter).await;
+        let (granted, ()) = tokio::join!(
+            bounded(
+                "the waiting acquisition",
+                take(&fx, &waiter, std::slice::from_ref(&r), Wait::Block)
+            ),
+            async {
+                fx.wait_until_blocked(id).await;
+                holder.commit().await.expect("the holder commits");
+            }
+        );
+        granted.expect("granted once the holder committed");
+        waiter.commit().await.expect("the waiter commits");
+        let kept = query_i64(&fx.db, &held_by(id))
+            .await
+            .expect("the server's user locks");
+        assert_eq!(
+            kept, 1,
+            "round {round}: the fences connection {id} holds between requests"
+        );
+        ids.push(id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "every round ran on the pool's one connection");
+}

@@ -29,8 +29,10 @@
 //!
 //! On PostgreSQL the check also names the statement's transaction (its id,
 //! assigned and read in the transaction before it waits), and its fence is
-//! held until that transaction ends; on the MySQL family the acquisition
-//! releases the fence after the statement. Where the server refuses
+//! held until that transaction ends; on the MySQL family the connection
+//! keeps it after the statement, and its next wait lets it go once no
+//! cancellation of the statement can still reach the server ([`kept`]).
+//! Where the server refuses
 //! `GET_LOCK` (some MariaDB Galera releases), the fence is a mark in the
 //! statement's text, which the check looks for (see `server::mysql_kill` for
 //! what that leaves).
@@ -62,6 +64,7 @@
     allow(dead_code, unreachable_code, unused_imports, unused_variables)
 )]
 
+mod kept;
 mod queue;
 mod server;
 
@@ -115,6 +118,25 @@ impl Canceller {
     pub(crate) fn next_fence(&self) -> Option<Fence> {
         let queue = self.queue.as_ref()?;
         Some(Fence::next(queue.side().locking_fences()))
+    }
+
+    /// The fences `waiter`'s connection kept from its earlier statements
+    /// that its next statement that waits lets go, after taking its own
+    /// (MySQL family; see [`kept`]).
+    pub(crate) fn releasable(&self, waiter: Waiter) -> Vec<Fence> {
+        match &self.queue {
+            Some(queue) if queue.side().keeps_fences() => queue.releasable(waiter.connection),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `fence` stays taken on `waiter`'s connection after its statement,
+    /// until the connection's next statement that waits lets it go (MySQL
+    /// family; see [`kept`]).
+    pub(crate) fn keep(&self, waiter: Waiter, fence: Fence) {
+        if let Some(queue) = self.queue.as_ref().filter(|q| q.side().keeps_fences()) {
+            queue.keep(waiter.connection, fence);
+        }
     }
 
     /// Open the side connection, in the background, if it is not open: an

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use sea_orm::{DatabaseConnection, Statement};
 use tokio::sync::oneshot;
 
+use super::kept::Kept;
 use super::{CANCEL_TIMEOUT, End, server};
 use crate::backend::dialect::Dialect;
 use crate::backend::fence::Fence;
@@ -84,6 +85,8 @@ struct State {
     sending: bool,
     /// The side connection, while no task sends.
     idle: Option<Connection>,
+    /// The fences connections keep between their statements.
+    kept: Kept,
 }
 
 impl std::fmt::Debug for State {
@@ -92,6 +95,7 @@ impl std::fmt::Debug for State {
             .field("pending", &self.pending.len())
             .field("sending", &self.sending)
             .field("connected", &self.idle.is_some())
+            .field("kept", &self.kept)
             .finish()
     }
 }
@@ -106,6 +110,21 @@ impl Queue {
 
     pub(super) fn side(&self) -> &Side {
         &self.side
+    }
+
+    /// `fence` stays taken on `connection` after its statement (see
+    /// [`kept`](super::kept)).
+    pub(super) fn keep(&self, connection: i64, fence: Fence) {
+        self.state().kept.keep(connection, fence);
+    }
+
+    /// The fences kept on `connection` that no cancellation can still reach,
+    /// for its next statement that waits to let go (see
+    /// [`kept`](super::kept)).
+    pub(super) fn releasable(&self, connection: i64) -> Vec<Fence> {
+        let mut state = self.state();
+        let State { pending, kept, .. } = &mut *state;
+        kept.releasable(connection, |fence| pending.iter().any(|r| r.fence == fence))
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -161,14 +180,18 @@ impl Queue {
                     return;
                 }
                 let take = state.pending.len().min(MAX_BATCH);
-                state.pending.drain(..take).collect()
+                let batch: Vec<Request> = state.pending.drain(..take).collect();
+                state.kept.sending(batch.iter().map(|r| r.fence));
+                batch
             };
+            let mut settled = false;
             // Not connected: the batch is given up (logged by `connect`).
             if let Some(open) = conn.as_mut() {
                 let sent = tokio::time::timeout(CANCEL_TIMEOUT, self.side.cancel(open, &batch)).await;
                 match sent {
                     Ok(Ok(())) => {
                         tracing::debug!(count = batch.len(), "hierlock cancelled lock waits");
+                        settled = true;
                     }
                     Ok(Err(error)) => {
                         tracing::warn!(%error, "hierlock could not cancel a lock wait");
@@ -181,7 +204,11 @@ impl Queue {
                         conn = None;
                     }
                 }
+            } else {
+                // Never sent: nothing of it can reach the server.
+                settled = true;
             }
+            self.state().kept.sent(settled);
             for request in batch {
                 if let Some(done) = request.done {
                     let _ = done.send(());
@@ -247,6 +274,19 @@ impl Side {
             Side::MySql { locking_fences, .. } => locking_fences,
             #[cfg(feature = "postgres")]
             Side::Postgres(_) => true,
+        }
+    }
+
+    /// Whether its fences outlive their statements, to be let go by the
+    /// connection's next statement that waits (see [`kept`](super::kept)):
+    /// the MySQL family's `GET_LOCK` locks. PostgreSQL's end with the
+    /// transaction.
+    pub(super) fn keeps_fences(&self) -> bool {
+        match *self {
+            #[cfg(feature = "mysql")]
+            Side::MySql { locking_fences, .. } => locking_fences,
+            #[cfg(feature = "postgres")]
+            Side::Postgres(_) => false,
         }
     }
 
@@ -332,5 +372,36 @@ impl Side {
             #[allow(unreachable_patterns)]
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(all(test, feature = "mysql"))]
+mod tests {
+    use super::*;
+
+    /// A fence whose cancellation waits for the side connection is not let
+    /// go by its connection's next wait (the cancellation would find it
+    /// free and end the session the next request runs on); the others are.
+    #[test]
+    fn a_queued_cancellation_keeps_its_fence() {
+        let queue = Queue::new(Side::MySql {
+            options: sea_orm::sqlx::mysql::MySqlConnectOptions::new(),
+            mariadb: true,
+            locking_fences: true,
+        });
+        let (queued, free) = (Fence::next(true), Fence::next(true));
+        queue.keep(5, queued);
+        queue.keep(5, free);
+        let waiter = Waiter {
+            connection: 5,
+            transaction: 0,
+        };
+        queue
+            .state()
+            .pending
+            .push(Request::unanswered(waiter, queued, End::Session));
+        assert_eq!(queue.releasable(5), vec![free]);
+        queue.state().pending.clear();
+        assert_eq!(queue.releasable(5), vec![queued]);
     }
 }

@@ -10,9 +10,10 @@ pub(super) const MYSQL_RELEASE_FENCES: &str = "DO RELEASE_ALL_LOCKS()";
 
 /// One cancellation on the MySQL family, as statements for one round trip:
 /// take the fence without waiting; if it was free, the statement has not
-/// succeeded and cannot while the fence is held, so its connection is still
-/// the acquisition's: kill the statement (or the connection); let the fence
-/// go.
+/// succeeded and cannot while the fence is held (a fence kept after its
+/// statement is let go by a later wait only once no cancellation of it can
+/// still arrive: see `kept`), so its connection is still the acquisition's:
+/// kill the statement (or the connection); let the fence go.
 ///
 /// The connection needs no other check. At a deadline the acquisition
 /// itself waits for the cancellation before it sends anything else. After

@@ -58,7 +58,7 @@ async fn take(run: &mut Run<'_, impl ConnectionTrait>, plan: &LockPlan) -> Resul
         let fence = run.fence();
         let stmt = run
             .dialect
-            .advisory_lock_statement(locks, try_only, run.lease, fence, bound);
+            .advisory_lock_statement(locks, try_only, run.lease, fence.as_ref().map(|f| f.own), bound);
         let rows = run
             .query_bounded(stmt, partial, fence, bound.is_some())
             .await?;
