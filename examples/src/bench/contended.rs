@@ -35,11 +35,13 @@
 //!   both); on PostgreSQL's advisory locks the plan's calls in a CTE, then
 //!   the rows read `FOR UPDATE`: what a lock that is also the read costs;
 //! - by hand, one more round trip held (MySQL family): the statement, then
-//!   `DO 0` before the reads: what the fence's release costs, sent while
-//!   the rows are held;
-//! - by hand, hierlock's waiting path (MySQL family): the `NOWAIT` try; if
-//!   a row is taken, the connection's id read, the statement that waits
-//!   with its fence (`GET_LOCK` after the locks), then `DO RELEASE_LOCK`;
+//!   `DO 0` before the reads: what a release of the fence sent after the
+//!   grant would cost, while the rows are held;
+//! - by hand, hierlock's earlier waiting path (MySQL family): the `NOWAIT`
+//!   try; if a row is taken, the connection's id read, the statement that
+//!   waits with its fence (`GET_LOCK` after the locks), then `DO
+//!   RELEASE_LOCK` (hierlock now keeps the fence until the connection's next
+//!   wait);
 //! - by hand, the try names the connection (MySQL family): the same, but
 //!   the try takes a lock named for the acquisition in its first branch and
 //!   lets it go in its last, so a failed try leaves it held and a

@@ -39,6 +39,7 @@ const MAX_CONNECTIONS: usize = 4096;
 pub(super) struct Kept {
     /// Each connection's fences, and when it last kept one (a count).
     by_connection: HashMap<i64, (u64, Vec<Fence>)>,
+    /// How many fences were kept so far: the clock of those stamps.
     kept: u64,
     /// Fences of cancellations being sent.
     in_flight: Vec<Fence>,
