@@ -149,11 +149,13 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
             Some(deadline) => match tokio::time::timeout_at(deadline, statement).await {
                 Ok(outcome) => outcome,
                 Err(_elapsed) => {
+                    // Kept again before anything is awaited, so that a drop
+                    // meanwhile forgets none of them.
+                    self.still_kept(fence);
                     if let Some(guard) = guard {
                         guard.cancel_now().await;
                     }
                     self.drain().await;
-                    self.still_kept(fence);
                     return Err(self.deadline_passed(true));
                 }
             },
