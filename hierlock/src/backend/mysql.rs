@@ -112,9 +112,8 @@ pub(super) fn run_lists(
 /// `stmt`, then its fence (see `cancel`): a last `UNION ALL` branch that
 /// takes the fence's `GET_LOCK` lock once every earlier branch has locked
 /// its rows (the branches run in order), then lets go of the fences its
-/// connection kept from earlier statements (`RELEASE_LOCK`, which a
-/// connection's fence outlives its statement for: see `cancel::kept`), and
-/// returns no row. It waits for the fence as long as a cancellation holds
+/// connection kept from earlier statements (`RELEASE_LOCK`: a fence
+/// outlives its statement, see `cancel::kept`), and returns no row. It waits for the fence as long as a cancellation holds
 /// it, a year at most (MariaDB has no endless `GET_LOCK`). A fence that is
 /// only a mark (Galera) is a comment at the end of the text.
 /// `columns`: how many columns the statement's rows have.
@@ -125,9 +124,9 @@ pub(super) fn fenced(mut stmt: Statement, fencing: &Fencing, columns: usize) -> 
         return stmt;
     }
     let nulls = vec!["NULL"; columns].join(", ");
-    // A sum, so that every call runs, left to right: the fence first. The
-    // releases answer 1, or NULL for a lock nobody holds (a session that
-    // ended, its connection's too).
+    // A sum, so that every call runs, left to right: the fence first. A
+    // release answers 1, or 0 or NULL for a lock this session does not
+    // hold (a statement that never reached its fence): nothing happens.
     let releases = " + COALESCE(RELEASE_LOCK(?), 0)".repeat(fencing.releasing.len());
     let branch = format!("SELECT {nulls} FROM DUAL WHERE GET_LOCK(?, 31536000){releases} < 0");
     let names = std::iter::once(fence).chain(fencing.releasing.iter().copied());
