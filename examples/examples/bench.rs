@@ -35,7 +35,7 @@
 
 use clap::{Parser, ValueEnum};
 use hierlock::PostgresLocks;
-use hierlock_examples::bench::{self, Bench, BoxError};
+use hierlock_examples::bench::{self, Bench, BoxError, contended};
 
 #[derive(Parser)]
 struct Args {
@@ -63,6 +63,14 @@ struct Args {
     /// layout: 3× this many rows without stripes, 5× with).
     #[arg(long, default_value_t = 10_000)]
     subtree_space: u32,
+    /// The `contended` workload's variants to measure besides `FOR UPDATE`,
+    /// comma-separated (default: every one the server supports).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    variants: Option<Vec<contended::Variant>>,
+    /// Transactions per sample of the `contended` workload (default 3,000;
+    /// 400 with `--quick`); at least one per worker (32).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(32..))]
+    transactions: Option<u64>,
     /// On PostgreSQL: `advisory` locks (the default) or the `bucket-table`.
     #[arg(long, value_enum, default_value = "advisory")]
     postgres_locks: PgLocks,
@@ -116,7 +124,11 @@ async fn main() -> Result<(), BoxError> {
         bench::zipf::run(&bench).await?;
     }
     if runs(Workload::Contended) {
-        bench::contended::run(&bench).await?;
+        let options = contended::Options {
+            variants: args.variants.clone(),
+            transactions: args.transactions,
+        };
+        contended::run(&bench, &options).await?;
     }
     if runs(Workload::Scale) {
         bench::scale::run(&bench).await?;

@@ -47,6 +47,16 @@
 //!   lets it go in its last, so a failed try leaves it held and a
 //!   cancellation can find the connection by it (`IS_USED_LOCK`): no id
 //!   read; the release lets both go. What that design would save.
+//! - by hand, the fence kept (MySQL family): hierlock's waiting path, the
+//!   `NOWAIT` try; if a row is taken, the connection's id, then the
+//!   statement that waits, taking its fence and letting go of the one the
+//!   connection kept from its previous wait;
+//! - by hand, the wait held by name (MySQL family): the `NOWAIT` try; if a
+//!   row is taken, the statement that waits with no id read before it: its
+//!   first branch takes a lock named for the acquisition (failing before
+//!   any row if a cancellation holds it), its last takes the fence and lets
+//!   both go, so nothing is kept. What a cancellation that finds the
+//!   connection by that lock would save.
 //!
 //! Per transaction: the **wait** (from sending the first lock statement to
 //! holding every lock), the **hold** (from then to the end of `COMMIT`,
@@ -93,24 +103,52 @@ mod bench_row {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Variant {
+/// A way to lock the transaction's rows (see the module's docs); on the
+/// command line, `--variants for-update,acquire-reading,..`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Variant {
+    /// `FOR UPDATE` per row (the baseline, always measured).
     ForUpdate,
+    /// hierlock's `acquire`, then a `SELECT` per row.
+    #[value(name = "acquire")]
     Hierlock,
+    /// hierlock's `acquire_reading`.
+    #[value(name = "acquire-reading")]
     HierlockReading,
+    /// hierlock's statement by hand, then the reads.
     ByHand,
+    /// By hand without the shared ancestor rows.
+    #[value(name = "by-hand-targets-only")]
     ByHandTargetsOnly,
+    /// By hand with the ancestors striped (MySQL family).
+    #[value(name = "by-hand-striped")]
     ByHandStripedAncestors,
+    /// By hand, `NOWAIT` first and the id before a wait (MySQL family).
     ByHandTriedFirst,
+    /// By hand, the id read first (MySQL family).
     ByHandIdFirst,
+    /// By hand plus `DO 0` while the rows are held (MySQL family).
+    #[value(name = "by-hand-round-trip-held")]
     ByHandOneMoreRoundTripHeld,
+    /// By hand, the lock is the read.
     ByHandLockAndRead,
+    /// hierlock's earlier waiting path, by hand (MySQL family).
+    #[value(name = "by-hand-previous-path")]
     ByHandWaitingPath,
+    /// By hand, a try that names its connection (MySQL family).
     ByHandNamedTry,
+    /// hierlock's waiting path by hand (MySQL family): try, id, the fence
+    /// kept until the connection's next wait.
+    #[value(name = "by-hand-kept-fence")]
+    ByHandKeptFence,
+    /// By hand, a wait that names its connection by a lock held while it
+    /// runs, nothing kept, no id read (MySQL family).
+    #[value(name = "by-hand-presence")]
+    ByHandPresence,
 }
 
 /// The baseline first.
-const VARIANTS: [Variant; 12] = [
+const VARIANTS: [Variant; 14] = [
     Variant::ForUpdate,
     Variant::Hierlock,
     Variant::HierlockReading,
@@ -123,6 +161,8 @@ const VARIANTS: [Variant; 12] = [
     Variant::ByHandLockAndRead,
     Variant::ByHandWaitingPath,
     Variant::ByHandNamedTry,
+    Variant::ByHandKeptFence,
+    Variant::ByHandPresence,
 ];
 
 impl Variant {
@@ -140,6 +180,8 @@ impl Variant {
             Variant::ByHandLockAndRead => "by hand, the lock is the read",
             Variant::ByHandWaitingPath => "by hand, try + id + fence + release; SELECT",
             Variant::ByHandNamedTry => "by hand, try names the conn + fence + release; SELECT",
+            Variant::ByHandKeptFence => "by hand, try + id + fence kept; SELECT",
+            Variant::ByHandPresence => "by hand, try + wait held by name; SELECT",
         }
     }
 
@@ -161,6 +203,8 @@ impl Variant {
                 | Variant::ByHandOneMoreRoundTripHeld
                 | Variant::ByHandWaitingPath
                 | Variant::ByHandNamedTry
+                | Variant::ByHandKeptFence
+                | Variant::ByHandPresence
         )
     }
 }
@@ -196,11 +240,22 @@ struct Sample {
     server_cpu_us: f64,
 }
 
-/// Measure and print the three variants and the breakdown.
+/// What to run: which variants (`None`: every one the server supports;
+/// `FOR UPDATE`, the baseline, always) and how many transactions a sample
+/// (`None`: 3,000, or 400 with `--quick`).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The variants to measure besides `FOR UPDATE`.
+    pub variants: Option<Vec<Variant>>,
+    /// Transactions per sample.
+    pub transactions: Option<u64>,
+}
+
+/// Measure and print the variants and the breakdown.
 ///
 /// # Errors
 /// Setting up failed, or a transaction failed with a non-retryable error.
-pub async fn run(bench: &Bench) -> Result<(), BoxError> {
+pub async fn run(bench: &Bench, options: &Options) -> Result<(), BoxError> {
     println!(
         "\n## Contended read-check-write: {WORKERS} workers, Zipf s = {EXPONENT} over {ROWS} rows, \
          1–3 rows per txn, each read, checked and written"
@@ -219,9 +274,14 @@ pub async fn run(bench: &Bench) -> Result<(), BoxError> {
         .into_iter()
         .filter(|v| !v.by_hand() || by_hand)
         .filter(|v| !v.mysql_family_only() || bench.dialect.is_mysql_family())
+        .filter(|v| {
+            *v == Variant::ForUpdate || options.variants.as_ref().is_none_or(|o| o.contains(v))
+        })
         .collect();
     let zipf = Arc::new(Zipf::new(ROWS as usize, EXPONENT));
-    let txns = if bench.quick { 400 } else { 3000 };
+    let txns = options
+        .transactions
+        .unwrap_or(if bench.quick { 400 } else { 3000 });
     println!(
         "{txns} transactions per sample, {} reps, variants interleaved:",
         bench.reps
@@ -419,6 +479,16 @@ async fn transaction(
             waiting_path(bench, &txn, table, plan.locks(), named).await?;
             None
         }
+        Variant::ByHandKeptFence => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            kept_fence_path(bench, &txn, table, plan.locks()).await?;
+            None
+        }
+        Variant::ByHandPresence => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            presence_path(bench, &txn, table, plan.locks()).await?;
+            None
+        }
     };
     let granted = Instant::now();
     let balances = match read_by_lock {
@@ -497,6 +567,88 @@ async fn waiting_path(
         bench.stmt("DO RELEASE_LOCK(?)", [Value::from(fence)])
     };
     txn.execute_raw(release).await?;
+    Ok(())
+}
+
+/// hierlock's waiting path on the MySQL family, by hand: the `NOWAIT` try;
+/// if a row is taken, the connection's id, then the statement that waits,
+/// whose last branch takes its fence and lets go of the one the connection
+/// kept from its previous wait.
+async fn kept_fence_path(
+    bench: &Bench,
+    txn: &DatabaseTransaction,
+    table: &str,
+    locks: &[hierlock::PlannedLock],
+) -> Result<(), hierlock::Error> {
+    static KEPT: std::sync::Mutex<Option<std::collections::HashMap<i64, String>>> =
+        std::sync::Mutex::new(None);
+    let try_first = by_hand_statement_with(bench, table, locks, " NOWAIT");
+    if txn.query_all_raw(try_first).await.is_ok() {
+        return Ok(());
+    }
+    let id: i64 = match txn.query_one_raw(bench.stmt(CONNECTION_ID, [])).await? {
+        Some(row) => row.try_get("", "id")?,
+        None => 0,
+    };
+    let fence = lock_name("fence");
+    let kept = KEPT
+        .lock()
+        .expect("the kept fences")
+        .get_or_insert_default()
+        .insert(id, fence.clone());
+    // MySQL refuses an empty lock name: a connection's first wait lets
+    // nothing go.
+    let release = if kept.is_some() {
+        " + COALESCE(RELEASE_LOCK(?), 0)"
+    } else {
+        ""
+    };
+    let mut wait = by_hand_statement(bench, table, locks);
+    wait.sql = format!(
+        "{} UNION ALL (SELECT NULL FROM DUAL WHERE GET_LOCK(?, 31536000){release} < 0)",
+        wait.sql
+    );
+    let mut values = wait.values.take().map(|v| v.0).unwrap_or_default();
+    values.push(Value::from(fence));
+    values.extend(kept.map(Value::from));
+    wait.values = Some(sea_orm::Values(values));
+    txn.query_all_raw(wait).await?;
+    Ok(())
+}
+
+/// A waiting path with no id read and nothing kept, by hand: the `NOWAIT`
+/// try; if a row is taken, the statement that waits, whose first branch
+/// takes a lock named for the acquisition without waiting (failing the
+/// statement, before any row, if a cancellation holds it) and whose last
+/// takes its fence and lets both go. A cancellation would find the
+/// connection by the first lock while the statement runs.
+async fn presence_path(
+    bench: &Bench,
+    txn: &DatabaseTransaction,
+    table: &str,
+    locks: &[hierlock::PlannedLock],
+) -> Result<(), hierlock::Error> {
+    let try_first = by_hand_statement_with(bench, table, locks, " NOWAIT");
+    if txn.query_all_raw(try_first).await.is_ok() {
+        return Ok(());
+    }
+    let (presence, fence) = (lock_name("presence"), lock_name("fence"));
+    let mut wait = by_hand_statement(bench, table, locks);
+    wait.sql = format!(
+        "(SELECT NULL FROM DUAL WHERE IF(GET_LOCK(?, 0) = 1, 0, \
+         (SELECT 1 FROM DUAL UNION ALL SELECT 2 FROM DUAL)) = 2) UNION ALL {} UNION ALL \
+         (SELECT NULL FROM DUAL WHERE GET_LOCK(?, 31536000) + RELEASE_LOCK(?) + RELEASE_LOCK(?) < 0)",
+        wait.sql
+    );
+    let mut values = vec![Value::from(presence.clone())];
+    values.extend(wait.values.take().map(|v| v.0).unwrap_or_default());
+    values.extend([
+        Value::from(fence.clone()),
+        Value::from(fence),
+        Value::from(presence),
+    ]);
+    wait.values = Some(sea_orm::Values(values));
+    txn.query_all_raw(wait).await?;
     Ok(())
 }
 
