@@ -594,18 +594,19 @@ pub async fn a_connection_keeps_only_its_last_waits_fence(backend: Backend) {
              AND l.OBJECT_NAME LIKE 'hierlock\\_fence\\_%'"
         ),
     };
-    if backend == Backend::MariaDb {
-        // MariaDB shows user locks through a plugin it ships, not loaded by
-        // default.
-        let loaded = query_i64(
+    // MariaDB shows user locks through a plugin it ships, not loaded by
+    // default: loaded for the test, and unloaded after it if it was not
+    // loaded before.
+    let load_plugin = backend == Backend::MariaDb
+        && query_i64(
             &fx.db,
             "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'METADATA_LOCK_INFO'",
         )
         .await
-        .expect("the plugin list");
-        if loaded == 0 {
-            fx.exec("INSTALL SONAME 'metadata_lock_info'").await;
-        }
+        .expect("the plugin list")
+            == 0;
+    if load_plugin {
+        fx.exec("INSTALL SONAME 'metadata_lock_info'").await;
     }
     // One connection: every round waits on it.
     let pool = fx.another_pool(1).await;
@@ -638,4 +639,7 @@ pub async fn a_connection_keeps_only_its_last_waits_fence(backend: Backend) {
     }
     ids.dedup();
     assert_eq!(ids.len(), 1, "every round ran on the pool's one connection");
+    if load_plugin {
+        fx.exec("UNINSTALL SONAME 'metadata_lock_info'").await;
+    }
 }
