@@ -439,8 +439,7 @@ async fn transaction(
         }
         Variant::ByHandTriedFirst => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;
-            let nowait = by_hand_statement_with(bench, table, plan.locks(), " NOWAIT");
-            if txn.query_all_raw(nowait).await.is_err() {
+            if !granted_at_once(bench, &txn, table, plan.locks()).await {
                 txn.query_one_raw(bench.stmt(CONNECTION_ID, [])).await?;
                 txn.query_all_raw(by_hand_statement(bench, table, plan.locks()))
                     .await?;
@@ -570,6 +569,18 @@ async fn waiting_path(
     Ok(())
 }
 
+/// The statement by hand with `NOWAIT`: whether every lock was free (a
+/// failed try holds the rows before the one taken, as hierlock's does).
+async fn granted_at_once(
+    bench: &Bench,
+    txn: &DatabaseTransaction,
+    table: &str,
+    locks: &[hierlock::PlannedLock],
+) -> bool {
+    let nowait = by_hand_statement_with(bench, table, locks, " NOWAIT");
+    txn.query_all_raw(nowait).await.is_ok()
+}
+
 /// hierlock's waiting path on the MySQL family, by hand: the `NOWAIT` try;
 /// if a row is taken, the connection's id, then the statement that waits,
 /// whose last branch takes its fence and lets go of the one the connection
@@ -582,8 +593,7 @@ async fn kept_fence_path(
 ) -> Result<(), hierlock::Error> {
     static KEPT: std::sync::Mutex<Option<std::collections::HashMap<i64, String>>> =
         std::sync::Mutex::new(None);
-    let try_first = by_hand_statement_with(bench, table, locks, " NOWAIT");
-    if txn.query_all_raw(try_first).await.is_ok() {
+    if granted_at_once(bench, txn, table, locks).await {
         return Ok(());
     }
     let id: i64 = match txn.query_one_raw(bench.stmt(CONNECTION_ID, [])).await? {
@@ -628,8 +638,7 @@ async fn presence_path(
     table: &str,
     locks: &[hierlock::PlannedLock],
 ) -> Result<(), hierlock::Error> {
-    let try_first = by_hand_statement_with(bench, table, locks, " NOWAIT");
-    if txn.query_all_raw(try_first).await.is_ok() {
+    if granted_at_once(bench, txn, table, locks).await {
         return Ok(());
     }
     let (presence, fence) = (lock_name("presence"), lock_name("fence"));
