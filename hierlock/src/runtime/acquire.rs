@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::backend::bucket_rows;
-use crate::backend::cancel::Canceller;
+use crate::backend::cancel::{Canceller, MySqlServer};
 use crate::backend::dialect::{Dialect, server_version};
 use crate::backend::postgres::advisory;
 use crate::backend::row_read::RowRead;
@@ -30,7 +30,7 @@ struct Checked {
     strategy: Strategy,
     topology: Topology,
     lease: Option<std::time::Duration>,
-    /// Whether the server takes `GET_LOCK` (see [`Canceller::new`]).
+    /// Whether the server takes `GET_LOCK` (see [`MySqlServer`]).
     get_lock: bool,
 }
 
@@ -120,7 +120,11 @@ impl Locker {
             get_lock,
         } = checked?;
         tracing::debug!(?dialect, ?strategy, table = %config.table(), ?lease, "hierlock locker ready");
-        let canceller = Canceller::new(db, dialect, get_lock);
+        let server = MySqlServer {
+            mariadb: dialect == Dialect::MariaDb,
+            get_lock,
+        };
+        let canceller = Canceller::new(db, server);
         // Open the side connection now, so that the first acquisition to be
         // cancelled (at its deadline) does not wait for it to connect.
         canceller.warm();

@@ -74,7 +74,6 @@ use sea_orm::{DatabaseConnection, Statement};
 
 use queue::{Queue, Request, Side};
 
-use crate::backend::dialect::Dialect;
 use crate::backend::fence::Fence;
 use crate::backend::waiter::Waiter;
 
@@ -103,13 +102,24 @@ pub(crate) struct Canceller {
     queue: Option<Arc<Queue>>,
 }
 
+/// What a canceller needs to know of a MySQL-family server, beyond its
+/// connection options (the caller detected it: see `Dialect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MySqlServer {
+    /// MariaDB, which ends one statement by its query id (`KILL QUERY ID`);
+    /// MySQL ends whatever a connection runs (`KILL QUERY`).
+    pub(crate) mariadb: bool,
+    /// Whether it takes `GET_LOCK` (some Galera releases refuse it: the
+    /// fence is then a mark in the statement's text).
+    pub(crate) get_lock: bool,
+}
+
 impl Canceller {
-    /// A canceller for `db` (a `dialect` server, which takes `GET_LOCK` or
-    /// not: some Galera releases refuse it), whose side connection is
-    /// opened on first use.
-    pub(crate) fn new(db: &DatabaseConnection, dialect: Dialect, get_lock: bool) -> Canceller {
+    /// A canceller for `db` (on the MySQL family, a `server` as described),
+    /// whose side connection is opened on first use.
+    pub(crate) fn new(db: &DatabaseConnection, server: MySqlServer) -> Canceller {
         Canceller {
-            queue: Side::of(db, dialect, get_lock).map(Queue::new),
+            queue: Side::of(db, server).map(Queue::new),
         }
     }
 

@@ -8,7 +8,6 @@ use tokio::sync::oneshot;
 
 use super::kept::Kept;
 use super::{CANCEL_TIMEOUT, End, server};
-use crate::backend::dialect::Dialect;
 use crate::backend::fence::Fence;
 use crate::backend::waiter::{self, Waiter};
 
@@ -248,16 +247,16 @@ impl Drop for Sending<'_> {
 
 impl Side {
     /// The server behind `db`, if it can be asked (an SQLx pool of a server).
-    pub(super) fn of(db: &DatabaseConnection, dialect: Dialect, get_lock: bool) -> Option<Side> {
+    pub(super) fn of(db: &DatabaseConnection, server: super::MySqlServer) -> Option<Side> {
         #[cfg(any(feature = "mysql", feature = "postgres"))]
         use sea_orm::DatabaseConnectionType as Pool;
-        let _ = (dialect, get_lock);
+        let _ = server;
         match &db.inner {
             #[cfg(feature = "mysql")]
             Pool::SqlxMySqlPoolConnection(_) => Some(Side::MySql {
                 options: (*db.get_mysql_connection_pool().connect_options()).clone(),
-                mariadb: dialect == Dialect::MariaDb,
-                locking_fences: get_lock,
+                mariadb: server.mariadb,
+                locking_fences: server.get_lock,
             }),
             #[cfg(feature = "postgres")]
             Pool::SqlxPostgresPoolConnection(_) => Some(Side::Postgres(
