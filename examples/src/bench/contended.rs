@@ -533,16 +533,11 @@ async fn waiting_path(
     let mut try_first = by_hand_statement_with(bench, table, locks, " NOWAIT");
     let name = lock_name("name");
     if named {
-        try_first.sql = format!(
-            "{} UNION ALL {} UNION ALL {}",
-            branch("GET_LOCK(?, 0)"),
-            try_first.sql,
-            branch("RELEASE_LOCK(?)")
+        try_first = between(
+            Some((&branch("GET_LOCK(?, 0)"), vec![Value::from(name.clone())])),
+            try_first,
+            (&branch("RELEASE_LOCK(?)"), vec![Value::from(name.clone())]),
         );
-        let mut values = vec![Value::from(name.clone())];
-        values.extend(try_first.values.take().map(|v| v.0).unwrap_or_default());
-        values.push(Value::from(name.clone()));
-        try_first.values = Some(sea_orm::Values(values));
     }
     if txn.query_all_raw(try_first).await.is_ok() {
         return Ok(());
@@ -551,11 +546,14 @@ async fn waiting_path(
         txn.query_one_raw(bench.stmt(CONNECTION_ID, [])).await?;
     }
     let fence = lock_name("fence");
-    let mut wait = by_hand_statement(bench, table, locks);
-    wait.sql = format!("{} UNION ALL {}", wait.sql, branch("GET_LOCK(?, 31536000)"));
-    let mut values = wait.values.take().map(|v| v.0).unwrap_or_default();
-    values.push(Value::from(fence.clone()));
-    wait.values = Some(sea_orm::Values(values));
+    let wait = between(
+        None,
+        by_hand_statement(bench, table, locks),
+        (
+            &branch("GET_LOCK(?, 31536000)"),
+            vec![Value::from(fence.clone())],
+        ),
+    );
     txn.query_all_raw(wait).await?;
     let release = if named {
         bench.stmt(
@@ -567,6 +565,25 @@ async fn waiting_path(
     };
     txn.execute_raw(release).await?;
     Ok(())
+}
+
+/// `stmt` as the middle of a `UNION ALL`: `first` (a branch and its values)
+/// before it, if any, and `last` after it.
+fn between(
+    first: Option<(&str, Vec<Value>)>,
+    stmt: sea_orm::Statement,
+    last: (&str, Vec<Value>),
+) -> sea_orm::Statement {
+    let (head, mut values) = first
+        .map(|(branch, values)| (format!("{branch} UNION ALL "), values))
+        .unwrap_or_default();
+    values.extend(stmt.values.map(|v| v.0).unwrap_or_default());
+    values.extend(last.1);
+    sea_orm::Statement {
+        sql: format!("{head}{} UNION ALL {}", stmt.sql, last.0),
+        values: Some(sea_orm::Values(values)),
+        ..stmt
+    }
 }
 
 /// The statement by hand with `NOWAIT`: whether every lock was free (a
@@ -613,15 +630,16 @@ async fn kept_fence_path(
     } else {
         ""
     };
-    let mut wait = by_hand_statement(bench, table, locks);
-    wait.sql = format!(
-        "{} UNION ALL (SELECT NULL FROM DUAL WHERE GET_LOCK(?, 31536000){release} < 0)",
-        wait.sql
+    let fence_branch = format!("(SELECT NULL FROM DUAL WHERE GET_LOCK(?, 31536000){release} < 0)");
+    let names = std::iter::once(fence)
+        .chain(kept)
+        .map(Value::from)
+        .collect();
+    let wait = between(
+        None,
+        by_hand_statement(bench, table, locks),
+        (&fence_branch, names),
     );
-    let mut values = wait.values.take().map(|v| v.0).unwrap_or_default();
-    values.push(Value::from(fence));
-    values.extend(kept.map(Value::from));
-    wait.values = Some(sea_orm::Values(values));
     txn.query_all_raw(wait).await?;
     Ok(())
 }
@@ -642,21 +660,23 @@ async fn presence_path(
         return Ok(());
     }
     let (presence, fence) = (lock_name("presence"), lock_name("fence"));
-    let mut wait = by_hand_statement(bench, table, locks);
-    wait.sql = format!(
-        "(SELECT NULL FROM DUAL WHERE IF(GET_LOCK(?, 0) = 1, 0, \
-         (SELECT 1 FROM DUAL UNION ALL SELECT 2 FROM DUAL)) = 2) UNION ALL {} UNION ALL \
-         (SELECT NULL FROM DUAL WHERE GET_LOCK(?, 31536000) + RELEASE_LOCK(?) + RELEASE_LOCK(?) < 0)",
-        wait.sql
+    let wait = between(
+        Some((
+            "(SELECT NULL FROM DUAL WHERE IF(GET_LOCK(?, 0) = 1, 0, \
+             (SELECT 1 FROM DUAL UNION ALL SELECT 2 FROM DUAL)) = 2)",
+            vec![Value::from(presence.clone())],
+        )),
+        by_hand_statement(bench, table, locks),
+        (
+            "(SELECT NULL FROM DUAL WHERE \
+             GET_LOCK(?, 31536000) + RELEASE_LOCK(?) + RELEASE_LOCK(?) < 0)",
+            vec![
+                Value::from(fence.clone()),
+                Value::from(fence),
+                Value::from(presence),
+            ],
+        ),
     );
-    let mut values = vec![Value::from(presence.clone())];
-    values.extend(wait.values.take().map(|v| v.0).unwrap_or_default());
-    values.extend([
-        Value::from(fence.clone()),
-        Value::from(fence),
-        Value::from(presence),
-    ]);
-    wait.values = Some(sea_orm::Values(values));
     txn.query_all_raw(wait).await?;
     Ok(())
 }
