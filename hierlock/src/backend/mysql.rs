@@ -113,9 +113,10 @@ pub(super) fn run_lists(
 /// takes the fence's `GET_LOCK` lock once every earlier branch has locked
 /// its rows (the branches run in order), then lets go of the fences its
 /// connection kept from earlier statements (`RELEASE_LOCK`: a fence
-/// outlives its statement, see `cancel::kept`), and returns no row. It waits for the fence as long as a cancellation holds
-/// it, a year at most (MariaDB has no endless `GET_LOCK`). A fence that is
-/// only a mark (Galera) is a comment at the end of the text.
+/// outlives its statement, see `cancel::kept`), and returns no row. It
+/// waits for the fence as long as a cancellation holds it, a year at most
+/// (MariaDB has no endless `GET_LOCK`). A fence that is only a mark
+/// (Galera) is a comment at the end of the text.
 /// `columns`: how many columns the statement's rows have.
 pub(super) fn fenced(mut stmt: Statement, fencing: &Fencing, columns: usize) -> Statement {
     let fence = fencing.own;
