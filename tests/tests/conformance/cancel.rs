@@ -643,3 +643,55 @@ pub async fn a_connection_keeps_only_its_last_waits_fence(backend: Backend) {
         fx.exec("UNINSTALL SONAME 'metadata_lock_info'").await;
     }
 }
+
+/// A wait needs the connection's id, for its cancellation. On MySQL the
+/// first try leaves out its last row when that row is taken, rather than
+/// failing, and its rows name the connection: a wait on the plan's last
+/// row sends the try and the statement that waits, and no id read. A row
+/// taken before the last still fails the try, which names nothing: the id
+/// is read. MariaDB fails such a try when it skips a row (1180) and tries
+/// with `NOWAIT` throughout: its waits read the id. Counted by the server
+/// (`Questions` of the waiting session).
+pub async fn a_wait_on_the_last_row_reads_no_connection_id(backend: Backend) {
+    let fx = Fixture::new(backend, "lastrow", 1000).await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    let last_row_id_reads = usize::from(backend != Backend::MariaDb);
+    let cases = [
+        (
+            "its last row (the resource's)",
+            r.clone(),
+            1 - last_row_id_reads,
+        ),
+        (
+            "a row before its last (the account's)",
+            Target::account("u1", "a1").write(),
+            1,
+        ),
+    ];
+    for (taken, held, id_reads) in cases {
+        let holder = holding(&fx, std::slice::from_ref(&held)).await;
+        let waiter = fx.begin().await;
+        let id = fx.connection_id(&waiter).await;
+        let before = crate::support::session_questions(&waiter).await;
+        let (granted, ()) = tokio::join!(
+            bounded(
+                "the waiting acquisition",
+                take(&fx, &waiter, std::slice::from_ref(&r), Wait::Block)
+            ),
+            async {
+                fx.wait_until_blocked(id).await;
+                holder.commit().await.expect("the holder commits");
+            }
+        );
+        granted.expect("granted once the holder committed");
+        let after = crate::support::session_questions(&waiter).await;
+        // The try, the id read if any, the statement that waits; the second
+        // counter read counts itself.
+        assert_eq!(
+            after - before - 1,
+            2 + id_reads as u64,
+            "{backend:?}: a wait on {taken}: statements sent"
+        );
+        waiter.rollback().await.expect("rollback");
+    }
+}
