@@ -8,7 +8,6 @@ use super::cancel::Canceller;
 use super::dialect::Dialect;
 use super::postgres::MAX_PROBED_KEYS;
 use super::run::Run;
-use super::waiter::Waiter;
 use crate::config::{TableName, Wait};
 use crate::error::{Error, ErrorKind, Result, TxnState};
 use crate::model::plan::{KeyKind, LockPlan, PlannedLock};
@@ -31,76 +30,16 @@ pub(crate) async fn take_probing(
         return take_probing_postgres(run, plan, table, canceller).await;
     }
     let wait = std::mem::replace(&mut run.wait, Wait::NoWait);
-    // A try that leaves out its last row must not carry a read: under
-    // REPEATABLE READ the read would take the transaction's snapshot before
-    // the wait, and the read after it would see nothing the holder wrote.
-    // A `NOWAIT` try fails before its read runs.
-    let stmt = match run.read {
-        Some(_) => None,
-        None => run.dialect.bucket_try_statement(table, plan.locks()),
-    };
-    let probe = match stmt {
-        Some(stmt) => try_skipping_last(run, plan.locks(), table, stmt).await,
-        None => take(run, plan, table).await.map(|()| Tried::Granted),
-    };
+    let probe = take(run, plan, table).await;
     run.wait = wait;
-    let named = match probe {
-        Ok(Tried::Granted) => return Ok(()),
-        Ok(Tried::LastTaken(waiter)) => waiter,
-        Err(err) if err.kind() == ErrorKind::WouldBlock => None,
-        Err(err) => return Err(err),
-    };
-    run.holds_prefix = plan.locks().len() > 1;
-    match named {
-        // The try's rows named the connection: no round trip of its own.
-        Some(waiter) => run.named_as(canceller, waiter),
-        None => run.prepare_cancel(canceller).await?,
+    match probe {
+        Err(err) if err.kind() == ErrorKind::WouldBlock => {
+            run.holds_prefix = plan.locks().len() > 1;
+            run.prepare_cancel(canceller).await?;
+            take(run, plan, table).await
+        }
+        other => other,
     }
-    take(run, plan, table).await
-}
-
-/// How a try that did not fail ended.
-enum Tried {
-    /// Every row locked.
-    Granted,
-    /// Every row but the last locked: it is taken elsewhere (or missing,
-    /// which the wait then reports). The connection, as the try's rows name
-    /// it, if they were any.
-    LastTaken(Option<Waiter>),
-}
-
-/// MySQL's try that leaves out its last row when it is taken (see
-/// `mysql::try_skipping_last`): a row taken before the last fails it
-/// (`ErrorKind::WouldBlock`, as a `NOWAIT` try does).
-async fn try_skipping_last(
-    run: &mut Run<'_, impl ConnectionTrait>,
-    locks: &[PlannedLock],
-    table: &TableName,
-    stmt: sea_orm::Statement,
-) -> Result<Tried> {
-    let partial = locks.len() > 1;
-    let rows = run.query(stmt, partial, None).await?;
-    if super::mysql::on_read_only(&rows) {
-        return Err(run.on_read_only_server().await);
-    }
-    if rows.len() == locks.len() {
-        return Ok(Tried::Granted);
-    }
-    let last = locks.last().map(|lock| (i64::from(lock.key.table_level()), lock.key.slot));
-    let last_left_out =
-        rows.len() + 1 == locks.len() && !rows.iter().any(|row| locked_key(row) == last);
-    if last_left_out {
-        return Ok(Tried::LastTaken(super::mysql::connection_named(&rows)));
-    }
-    Err(not_provisioned(table, locks, &rows, partial || !rows.is_empty()))
-}
-
-/// The `(level, bucket)` a lock row names, if it names one.
-fn locked_key(row: &QueryResult) -> Option<(i64, i64)> {
-    Some((
-        row.try_get("", "locked_level").ok()?,
-        row.try_get("", "locked_bucket").ok()?,
-    ))
 }
 
 /// PostgreSQL: the plan tried row by row with `SKIP LOCKED`, stopping at
@@ -180,17 +119,15 @@ fn check_provisioned(
     if rows.len() == locks.len() {
         return Ok(());
     }
-    Err(not_provisioned(table, locks, rows, partial))
-}
-
-/// The error for `rows`, fewer than `locks`: the first planned row missing.
-fn not_provisioned(
-    table: &TableName,
-    locks: &[PlannedLock],
-    rows: &[QueryResult],
-    partial: bool,
-) -> Error {
-    let found: std::collections::HashSet<(i64, i64)> = rows.iter().filter_map(locked_key).collect();
+    let found: std::collections::HashSet<(i64, i64)> = rows
+        .iter()
+        .filter_map(|row| {
+            Some((
+                row.try_get("", "locked_level").ok()?,
+                row.try_get("", "locked_bucket").ok()?,
+            ))
+        })
+        .collect();
     let missing = locks
         .iter()
         .find(|lock| !found.contains(&(i64::from(lock.key.table_level()), lock.key.slot)))
@@ -200,7 +137,7 @@ fn not_provisioned(
         KeyKind::Node => (u32::try_from(bucket).ok().map(|b| (key.level, b)), ""),
         KeyKind::Stripe => (None, " stripes"),
     };
-    Error::NotProvisioned {
+    Err(Error::NotProvisioned {
         what: format!(
             "bucket row (level {} = {}{stripe}, bucket {bucket}) of `{}`",
             key.table_level(),
@@ -213,5 +150,5 @@ fn not_provisioned(
         } else {
             TxnState::Unchanged
         },
-    }
+    })
 }

@@ -186,21 +186,6 @@ impl Dialect {
         }
     }
 
-    /// MySQL's try of a plan whose last row is left out rather than failed
-    /// on when taken elsewhere (see `mysql::try_skipping_last`); `None`
-    /// where the try fails on any taken row: MariaDB, and plans of more rows
-    /// than one statement names one by one.
-    pub(crate) fn bucket_try_statement(
-        self,
-        table: &TableName,
-        plan: &[PlannedLock],
-    ) -> Option<Statement> {
-        if self != Dialect::MySql || plan.len() > self.max_rows_per_statement() {
-            return None;
-        }
-        Some(mysql::try_skipping_last(&self.quote(table.as_str()), plan))
-    }
-
     /// Whether a read can ride on this server's lock statement (see
     /// `row_read`): on the MySQL family, whose plain reads take their
     /// snapshot when they run, after the statement's waits. PostgreSQL's
@@ -374,45 +359,6 @@ mod tests {
             "{mariadb}"
         );
         assert!(mariadb.ends_with("FOR UPDATE NOWAIT)"), "{mariadb}");
-    }
-
-    /// MySQL's try fails on every row but its last, which it skips when
-    /// taken; MariaDB (which fails a statement that skips a row under
-    /// `NOWAIT`) and plans past one statement's point lookups get none.
-    #[test]
-    fn only_mysql_tries_skipping_its_last_row() {
-        let plan = resource_plan();
-        let table = TableName::default();
-        let tried = Dialect::MySql
-            .bucket_try_statement(&table, plan.locks())
-            .expect("a try on MySQL")
-            .sql;
-        let clauses: Vec<&str> = tried
-            .split(" UNION ALL ")
-            .map(|branch| branch.rsplit(" = ? ").next().unwrap_or_default())
-            .collect();
-        assert_eq!(
-            clauses,
-            ["FOR SHARE NOWAIT)", "FOR SHARE NOWAIT)", "FOR UPDATE SKIP LOCKED)"],
-            "{tried}"
-        );
-        assert_eq!(
-            tried.matches("CAST(CONNECTION_ID() AS SIGNED) AS hierlock_connection").count(),
-            3,
-            "{tried}"
-        );
-        assert!(
-            Dialect::MariaDb
-                .bucket_try_statement(&table, plan.locks())
-                .is_none()
-        );
-        let large = many_resources(11, 0);
-        assert!(large.locks().len() > Dialect::MySql.max_rows_per_statement());
-        assert!(
-            Dialect::MySql
-                .bucket_try_statement(&table, large.locks())
-                .is_none()
-        );
     }
 
     #[test]

@@ -12,7 +12,6 @@ use std::time::Duration;
 use sea_orm::{DbBackend, Statement, Value};
 
 use super::fence::Fencing;
-use super::waiter::Waiter;
 use crate::config::Wait;
 use crate::model::plan::{LockMode, PlannedLock};
 
@@ -38,38 +37,6 @@ pub(super) fn point_lookups(
     wait: Wait,
     read_columns: &str,
 ) -> Statement {
-    let wait = wait_clause(flavor, wait);
-    lookups(flavor, table, part, (&wait, &wait), "", read_columns)
-}
-
-/// MySQL's try of a plan that fits [`point_lookups`]: each row but the last
-/// with `NOWAIT` (a taken one fails the statement, holding the rows before
-/// it: a prefix of the plan), the last with `SKIP LOCKED`. A last row taken
-/// elsewhere is left out rather than failing the statement, so its answer
-/// still holds rows, which name the connection for the wait that follows
-/// ([`CONNECTION_COLUMN`]), and what it left locked is the plan but its last
-/// row, a prefix. MariaDB fails such a statement when it skips a row (1180,
-/// checked on 10.11), and fails it the same with a zero lock wait timeout in
-/// place of `NOWAIT`; it tries with `NOWAIT` throughout.
-/// It carries no read (see `row_read`): a plain read in a try that holds
-/// less than the plan would take the transaction's snapshot, under
-/// REPEATABLE READ, before the wait.
-pub(super) fn try_skipping_last(table: &str, part: &[PlannedLock]) -> Statement {
-    let waits = (" NOWAIT", " SKIP LOCKED");
-    lookups(Flavor::MySql, table, part, waits, CONNECTION_COLUMN, "")
-}
-
-/// [`point_lookups`], each row but the last with the wait clause
-/// `waits.0`, the last with `waits.1`, each with the `connection` column
-/// (or none).
-fn lookups(
-    flavor: Flavor,
-    table: &str,
-    part: &[PlannedLock],
-    (wait, last): (&str, &str),
-    connection: &str,
-    read_columns: &str,
-) -> Statement {
     let mut values = Vec::with_capacity(part.len() * 2);
     for lock in part {
         values.push(Value::from(i32::from(lock.key.table_level())));
@@ -79,22 +46,21 @@ fn lookups(
     // exclusive rows alike, in branch order. Both servers need the
     // parentheses; one clause at the end would be refused by MariaDB (1221)
     // and lock only the last branch on MySQL.
-    let member = |mode: LockMode, wait: &str| {
+    let wait = wait_clause(flavor, wait);
+    let member = |mode: LockMode| {
         format!(
             "SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket\
-             {READ_ONLY_COLUMN}{connection}{read_columns} FROM {table} \
-             WHERE level = ? AND bucket = ? {}{wait}",
+             {READ_ONLY_COLUMN}{read_columns} FROM {table} WHERE level = ? AND bucket = ? {}{wait}",
             lock_clause(flavor, mode)
         )
     };
-    let mut sql = String::with_capacity(32 + part.len() * (table.len() + 160));
+    let mut sql = String::with_capacity(32 + part.len() * (table.len() + 110));
     if let [only] = part {
-        sql.push_str(&member(only.mode, last));
+        sql.push_str(&member(only.mode));
     } else {
         for (i, lock) in part.iter().enumerate() {
             let sep = if i > 0 { " UNION ALL " } else { "" };
-            let wait = if i + 1 == part.len() { last } else { wait };
-            write!(sql, "{sep}({})", member(lock.mode, wait)).ok();
+            write!(sql, "{sep}({})", member(lock.mode)).ok();
         }
     }
     Statement::from_sql_and_values(DbBackend::MySql, sql, values)
@@ -198,22 +164,6 @@ pub(super) fn union_all(
 /// it costs no round trip. Others are refused by the server (1290).
 pub(super) const READ_ONLY_COLUMN: &str =
     ", CAST(@@GLOBAL.read_only AS SIGNED) AS hierlock_read_only";
-
-/// The column each row of MySQL's try carries that names its connection,
-/// as `SELECT CONNECTION_ID()` does: a try that leaves its last row out
-/// ([`try_skipping_last`]) names the connection its wait is cancelled by in
-/// its own answer, with no round trip of its own.
-const CONNECTION_COLUMN: &str = ", CAST(CONNECTION_ID() AS SIGNED) AS hierlock_connection";
-
-/// The connection a lock statement's rows name ([`CONNECTION_COLUMN`]), if
-/// it returned a row.
-pub(super) fn connection_named(rows: &[sea_orm::QueryResult]) -> Option<Waiter> {
-    let connection = rows.first()?.try_get::<i64>("", "hierlock_connection").ok()?;
-    Some(Waiter {
-        connection,
-        transaction: 0,
-    })
-}
 
 /// Whether a lock statement's rows say its server is read-only
 /// ([`READ_ONLY_COLUMN`]).

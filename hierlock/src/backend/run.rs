@@ -272,33 +272,17 @@ impl<'c, C: ConnectionTrait> Run<'c, C> {
     /// statement already sent (a row with the columns of
     /// [`waiter`](super::waiter)): no round trip of its own.
     pub(crate) fn named(&mut self, canceller: &Canceller, row: Option<&QueryResult>) -> Result<()> {
-        if !self.may_be_cancelled(canceller) {
+        if self.wait == Wait::NoWait || !canceller.can_cancel() {
             return Ok(());
         }
+        // The side connection opens while the statement that waits is sent.
+        canceller.warm();
         // The statement returns one row; without it there is nothing to name.
-        let Some(row) = row else {
-            canceller.warm();
-            return Ok(());
-        };
+        let Some(row) = row else { return Ok(()) };
         let waiter = Waiter::from_row(row)
             .map_err(|e| Error::database(format!("acquiring {}", self.what()), e))?;
-        self.named_as(canceller, waiter);
+        self.cancel = Some((canceller.clone(), waiter));
         Ok(())
-    }
-
-    /// [`named`](Self::named) by a waiter already read.
-    pub(crate) fn named_as(&mut self, canceller: &Canceller, waiter: Waiter) {
-        if self.may_be_cancelled(canceller) {
-            // The side connection opens while the statement that waits is sent.
-            canceller.warm();
-            self.cancel = Some((canceller.clone(), waiter));
-        }
-    }
-
-    /// Whether this acquisition's statements may wait on a server that
-    /// can cancel them.
-    fn may_be_cancelled(&self, canceller: &Canceller) -> bool {
-        self.wait != Wait::NoWait && canceller.can_cancel()
     }
 
     /// The wait of the next lock statement: the time left before the

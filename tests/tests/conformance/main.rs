@@ -162,8 +162,7 @@ exact_tests!(mariadb => hierlock_tests::Backend::MariaDb;
     errors::mismatched_or_missing_table_is_refused,
     errors::partial_lock_set_after_a_mysql_failure_stays_held,
     errors::dropped_table_is_not_provisioned,
-    cancel::a_connection_keeps_only_its_last_waits_fence,
-    cancel::a_wait_on_the_last_row_reads_no_connection_id);
+    cancel::a_connection_keeps_only_its_last_waits_fence);
 exact_tests!(mysql => hierlock_tests::Backend::MySql;
     subtree::subtree_stress_in_a_tiny_bucket_space,
     subtree::subtree_layout_mismatch_is_refused,
@@ -174,8 +173,7 @@ exact_tests!(mysql => hierlock_tests::Backend::MySql;
     errors::mismatched_or_missing_table_is_refused,
     errors::partial_lock_set_after_a_mysql_failure_stays_held,
     errors::dropped_table_is_not_provisioned,
-    cancel::a_connection_keeps_only_its_last_waits_fence,
-    cancel::a_wait_on_the_last_row_reads_no_connection_id);
+    cancel::a_connection_keeps_only_its_last_waits_fence);
 exact_tests!(postgres => hierlock_tests::Backend::Postgres;
     partition::the_lease_ends_with_its_transaction,
     lease::the_lease_keeps_a_tighter_timeout,

@@ -91,13 +91,11 @@ async fn check_exact(fx: &Fixture, space: i64, resources: usize, isolation: Isol
 /// PostgreSQL's bucket table, a timed run locks each row in a subquery of
 /// its own, after setting the time left). A large plan waits at once; a
 /// small one is tried first without waiting (`NOWAIT` on the MySQL family,
-/// `SKIP LOCKED` on PostgreSQL's bucket table; on MySQL `SKIP LOCKED` on
-/// its last row only), and the attempt stops at the row held elsewhere: it
-/// holds no row past it.
+/// `SKIP LOCKED` on PostgreSQL's bucket table), and the attempt stops at
+/// the row held elsewhere: it holds no row past it.
 pub async fn a_plan_waits_holding_exactly_the_rows_before_the_one_taken(backend: Backend) {
     let fx = Fixture::new(backend, "scale_order", 2_000).await;
-    // Key lists, point lookups, and MySQL's try that leaves out a taken
-    // last row rather than failing on it.
+    // Key lists and point lookups, a row in the middle and the last.
     let middle: fn(usize) -> usize = |len| len / 2;
     let last: fn(usize) -> usize = |len| len - 1;
     for (resources, taken) in [(600, middle), (12, middle), (3, middle), (3, last)] {
