@@ -86,8 +86,8 @@ async fn check_exact(fx: &Fixture, space: i64, resources: usize, isolation: Isol
 }
 
 /// While one resource of a plan (in its middle, or its last row) is held
-/// elsewhere, an acquisition of the plan waits for it holding exactly the rows before it:
-/// every row is taken in key order. Blocking, and with a deadline (on
+/// elsewhere, an acquisition of the plan waits for it holding exactly the
+/// rows before it: every row is taken in key order. Blocking, and with a deadline (on
 /// PostgreSQL's bucket table, a timed run locks each row in a subquery of
 /// its own, after setting the time left). A large plan waits at once; a
 /// small one is tried first without waiting (`NOWAIT` on the MySQL family,
@@ -114,7 +114,7 @@ async fn waits_holding_the_rows_before_the_one_taken(
         .map(|i| Target::resource("u", "a", i).write())
         .collect();
     let plan = fx.locker.plan(&requests).expect("plan");
-    let middle = plan.locks()[taken(plan.locks().len())].key;
+    let taken = plan.locks()[taken(plan.locks().len())].key;
     let blocker = requests
         .iter()
         .find(|r| {
@@ -123,14 +123,14 @@ async fn waits_holding_the_rows_before_the_one_taken(
                 .expect("plan")
                 .locks()
                 .last()
-                .is_some_and(|l| l.key == middle)
+                .is_some_and(|l| l.key == taken)
         })
-        .expect("a resource in the middle")
+        .expect("a resource whose own row that is")
         .clone();
     let before: BTreeSet<Key> = plan
         .locks()
         .iter()
-        .filter(|l| l.key <= middle)
+        .filter(|l| l.key <= taken)
         .map(|l| (i64::from(l.key.level.as_u8()), l.key.slot))
         .collect();
     for wait in [Wait::Block, Wait::Timeout(Duration::from_secs(60))] {
