@@ -30,8 +30,8 @@ struct Checked {
     strategy: Strategy,
     topology: Topology,
     lease: Option<std::time::Duration>,
-    /// Whether the server takes `GET_LOCK` (see [`MySqlServer`]).
-    get_lock: bool,
+    /// What the canceller needs of a MySQL-family server.
+    server: MySqlServer,
 }
 
 /// How locks are represented on the connected server.
@@ -117,13 +117,9 @@ impl Locker {
             strategy,
             topology,
             lease,
-            get_lock,
+            server,
         } = checked?;
         tracing::debug!(?dialect, ?strategy, table = %config.table(), ?lease, "hierlock locker ready");
-        let server = MySqlServer {
-            mariadb: dialect == Dialect::MariaDb,
-            get_lock,
-        };
         let canceller = Canceller::new(db, server);
         // Open the side connection now, so that the first acquisition to be
         // cancelled (at its deadline) does not wait for it to connect.
@@ -177,12 +173,16 @@ impl Locker {
         txn.commit()
             .await
             .map_err(|e| Error::database("ending the locker's checks", e))?;
+        let server = MySqlServer {
+            mariadb: dialect == Dialect::MariaDb,
+            get_lock,
+        };
         Ok(Checked {
             dialect,
             strategy,
             topology,
             lease,
-            get_lock,
+            server,
         })
     }
 
@@ -484,8 +484,6 @@ impl Locker {
             Strategy::SqliteWriteLock => false,
         }
     }
-
-
 }
 
 /// Whether a Galera node takes `GET_LOCK`, which cancellation fences use:
