@@ -32,8 +32,9 @@
 //! - by hand, the lock and the read in one statement: on the MySQL family
 //!   the statement's ancestor branches as they are, and each target's
 //!   branch joined to its data row, locked and read there (`FOR UPDATE` of
-//!   both); on PostgreSQL's advisory locks the plan's calls in a CTE, then
-//!   the rows read `FOR UPDATE`: what a lock that is also the read costs;
+//!   both); on PostgreSQL the plan's locks in a CTE (the advisory calls or
+//!   the bucket rows), then the rows read `FOR UPDATE`: what a lock that is
+//!   also the read costs;
 //! - by hand, one more round trip held (MySQL family): the statement, then
 //!   `DO 0` before the reads: what a release of the fence sent after the
 //!   grant would cost, while the rows are held;
@@ -57,6 +58,23 @@
 //!   any row if a cancellation holds it), its last takes the fence and lets
 //!   both go, so nothing is kept. What a cancellation that finds the
 //!   connection by that lock would save.
+//! - by hand, `acquire_reading`'s path (MySQL family): the statements
+//!   `acquire_reading` sends, as plain SQL: the plan's branches with
+//!   `NOWAIT` and a last branch that reads the rows; if a row is taken, the
+//!   connection's id, then the same statement waiting, with the fence
+//!   branch after the read (the fence kept until the connection's next
+//!   wait). The best shape found that keeps every guarantee: whether
+//!   hierlock's own work costs anything on top of what it sends.
+//! - by hand, the bucket table's path (PostgreSQL's bucket table): the
+//!   statements hierlock sends there, as plain SQL: a try that cannot fail
+//!   (each row `SKIP LOCKED`, in `CASE`s that stop at the first row taken)
+//!   and names the backend and its transaction when a row was taken; then
+//!   the statement that waits, with the fence after its locks; then one
+//!   read of the rows, as `acquire_reading` reads them there.
+//!
+//! On PostgreSQL's bucket table the statement by hand locks each bucket row
+//! in a `MATERIALIZED` `WITH` query of its own, read in the plan's order
+//! by a `UNION ALL` (PostgreSQL refuses lock clauses inside a `UNION`).
 //!
 //! Per transaction: the **wait** (from sending the first lock statement to
 //! holding every lock), the **hold** (from then to the end of `COMMIT`,
@@ -145,10 +163,18 @@ pub enum Variant {
     /// runs, nothing kept, no id read (MySQL family).
     #[value(name = "by-hand-presence")]
     ByHandPresence,
+    /// `acquire_reading`'s statements by hand (MySQL family): the try that
+    /// reads, the id, the wait that reads, the fence kept.
+    #[value(name = "by-hand-reading-path")]
+    ByHandReadingPath,
+    /// hierlock's statements by hand on PostgreSQL's bucket table: the try,
+    /// the wait with its fence, one read.
+    #[value(name = "by-hand-bucket-path")]
+    ByHandBucketPath,
 }
 
 /// The baseline first.
-const VARIANTS: [Variant; 14] = [
+const VARIANTS: [Variant; 16] = [
     Variant::ForUpdate,
     Variant::Hierlock,
     Variant::HierlockReading,
@@ -163,6 +189,8 @@ const VARIANTS: [Variant; 14] = [
     Variant::ByHandNamedTry,
     Variant::ByHandKeptFence,
     Variant::ByHandPresence,
+    Variant::ByHandReadingPath,
+    Variant::ByHandBucketPath,
 ];
 
 impl Variant {
@@ -182,15 +210,14 @@ impl Variant {
             Variant::ByHandNamedTry => "by hand, try names the conn + fence + release; SELECT",
             Variant::ByHandKeptFence => "by hand, try + id + fence kept; SELECT",
             Variant::ByHandPresence => "by hand, try + wait held by name; SELECT",
+            Variant::ByHandReadingPath => "by hand, acquire_reading's statements",
+            Variant::ByHandBucketPath => "by hand, SKIP LOCKED try + fenced wait; one read",
         }
     }
 
-    /// Sent by hand as one statement for the whole plan.
-    fn by_hand(self) -> bool {
-        !matches!(
-            self,
-            Variant::ForUpdate | Variant::Hierlock | Variant::HierlockReading
-        )
+    /// PostgreSQL's bucket table's waiting path.
+    fn postgres_bucket_only(self) -> bool {
+        self == Variant::ByHandBucketPath
     }
 
     /// Splits of the MySQL family's waiting path.
@@ -205,6 +232,7 @@ impl Variant {
                 | Variant::ByHandNamedTry
                 | Variant::ByHandKeptFence
                 | Variant::ByHandPresence
+                | Variant::ByHandReadingPath
         )
     }
 }
@@ -269,11 +297,14 @@ pub async fn run(bench: &Bench, options: &Options) -> Result<(), BoxError> {
     Provision::new(config.clone()).run(&bench.db).await?;
     let locker = Locker::connect(&bench.db, config.clone()).await?;
     let table = config.table().as_str().to_owned();
-    let by_hand = by_hand_supported(bench);
     let variants: Vec<Variant> = VARIANTS
         .into_iter()
-        .filter(|v| !v.by_hand() || by_hand)
         .filter(|v| !v.mysql_family_only() || bench.dialect.is_mysql_family())
+        .filter(|v| {
+            !v.postgres_bucket_only()
+                || (bench.dialect == Dialect::Postgres
+                    && bench.postgres_locks == PostgresLocks::BucketTable)
+        })
         .filter(|v| {
             *v == Variant::ForUpdate || options.variants.as_ref().is_none_or(|o| o.contains(v))
         })
@@ -286,11 +317,6 @@ pub async fn run(bench: &Bench, options: &Options) -> Result<(), BoxError> {
         "{txns} transactions per sample, {} reps, variants interleaved:",
         bench.reps
     );
-    if !by_hand {
-        println!(
-            "  (no statement by hand on PostgreSQL's bucket table, whose runs of equal modes are `WITH` queries of hierlock's statement)"
-        );
-    }
     // A warm-up sample of each, not counted.
     for &variant in &variants {
         sample(bench, &locker, &table, &zipf, variant, txns / 4, 7).await?;
@@ -304,12 +330,6 @@ pub async fn run(bench: &Bench, options: &Options) -> Result<(), BoxError> {
     }
     print(bench, &variants, &samples);
     Ok(())
-}
-
-/// The statement by hand needs one statement for the whole plan.
-fn by_hand_supported(bench: &Bench) -> bool {
-    bench.dialect.is_mysql_family()
-        || matches!(bench.postgres_locks, PostgresLocks::Advisory { .. })
 }
 
 /// One sample: [`WORKERS`] workers sharing `txns` transactions.
@@ -480,13 +500,49 @@ async fn transaction(
         }
         Variant::ByHandKeptFence => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;
-            kept_fence_path(bench, &txn, table, plan.locks()).await?;
+            kept_fence_path(bench, &txn, 1, |suffix| {
+                by_hand_statement_with(bench, table, plan.locks(), suffix)
+            })
+            .await?;
             None
         }
         Variant::ByHandPresence => {
             let plan = locker.plan(&targets().collect::<Vec<_>>())?;
             presence_path(bench, &txn, table, plan.locks()).await?;
             None
+        }
+        Variant::ByHandBucketPath => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            bucket_path(bench, &txn, table, plan.locks()).await?;
+            let marks = vec!["?"; sorted.len()].join(", ");
+            let read = txn
+                .query_all_raw(bench.stmt(
+                    &format!("SELECT id, balance FROM {ROWS_TABLE} WHERE id IN ({marks})"),
+                    sorted.iter().map(|&row| Value::from(row)),
+                ))
+                .await?;
+            let mut found = Vec::with_capacity(read.len());
+            for row in read {
+                found.push((
+                    row.try_get::<i64>("", "id")?,
+                    row.try_get::<i64>("", "balance")?,
+                ));
+            }
+            Some(balances_by_id(found))
+        }
+        Variant::ByHandReadingPath => {
+            let plan = locker.plan(&targets().collect::<Vec<_>>())?;
+            let locked = kept_fence_path(bench, &txn, READING_COLUMNS, |suffix| {
+                reading_statement(bench, table, plan.locks(), &sorted, suffix)
+            })
+            .await?;
+            let mut read = Vec::with_capacity(sorted.len());
+            for row in locked {
+                if let Some(id) = row.try_get::<Option<i64>>("", "id")? {
+                    read.push((id, row.try_get::<i64>("", "balance")?));
+                }
+            }
+            Some(balances_by_id(read))
         }
     };
     let granted = Instant::now();
@@ -601,17 +657,19 @@ async fn granted_at_once(
 /// hierlock's waiting path on the MySQL family, by hand: the `NOWAIT` try;
 /// if a row is taken, the connection's id, then the statement that waits,
 /// whose last branch takes its fence and lets go of the one the connection
-/// kept from its previous wait.
+/// kept from its previous wait. `statement` writes the lock statement, each
+/// lock clause followed by its argument (` NOWAIT` for the try), with
+/// `columns` columns; the rows of the statement that locked are returned.
 async fn kept_fence_path(
     bench: &Bench,
     txn: &DatabaseTransaction,
-    table: &str,
-    locks: &[hierlock::PlannedLock],
-) -> Result<(), hierlock::Error> {
+    columns: usize,
+    statement: impl Fn(&str) -> sea_orm::Statement,
+) -> Result<Vec<sea_orm::QueryResult>, hierlock::Error> {
     static KEPT: std::sync::Mutex<Option<std::collections::HashMap<i64, String>>> =
         std::sync::Mutex::new(None);
-    if granted_at_once(bench, txn, table, locks).await {
-        return Ok(());
+    if let Ok(rows) = txn.query_all_raw(statement(" NOWAIT")).await {
+        return Ok(rows);
     }
     let id: i64 = match txn.query_one_raw(bench.stmt(CONNECTION_ID, [])).await? {
         Some(row) => row.try_get("", "id")?,
@@ -630,17 +688,122 @@ async fn kept_fence_path(
     } else {
         ""
     };
-    let fence_branch = format!("(SELECT NULL FROM DUAL WHERE GET_LOCK(?, 31536000){release} < 0)");
+    let nulls = vec!["NULL"; columns].join(", ");
+    let fence_branch =
+        format!("(SELECT {nulls} FROM DUAL WHERE GET_LOCK(?, 31536000){release} < 0)");
     let names = std::iter::once(fence)
         .chain(kept)
         .map(Value::from)
         .collect();
-    let wait = between(
-        None,
-        by_hand_statement(bench, table, locks),
-        (&fence_branch, names),
+    let wait = between(None, statement(""), (&fence_branch, names));
+    Ok(txn.query_all_raw(wait).await?)
+}
+
+/// The columns of a [`reading_statement`]'s rows.
+const READING_COLUMNS: usize = 5;
+
+/// `acquire_reading`'s statement on the MySQL family, by hand: hierlock's
+/// lock branches (each with the server's read-only flag, as hierlock checks
+/// it, and `NULL` for the data columns), each clause followed by `suffix`,
+/// then a last branch that reads `rows` (a plain read, run once every lock
+/// is held).
+fn reading_statement(
+    bench: &Bench,
+    table: &str,
+    locks: &[hierlock::PlannedLock],
+    rows: &[i64],
+    suffix: &str,
+) -> sea_orm::Statement {
+    let shared = if bench.dialect == Dialect::MySql {
+        "FOR SHARE"
+    } else {
+        "LOCK IN SHARE MODE"
+    };
+    let mut values = Vec::with_capacity(locks.len() * 2 + rows.len());
+    let mut branches: Vec<String> = locks
+        .iter()
+        .map(|lock| {
+            values.push(Value::from(i64::from(lock.key.table_level())));
+            values.push(Value::from(lock.key.slot));
+            let clause = match lock.mode {
+                LockMode::Shared => shared,
+                LockMode::Exclusive => "FOR UPDATE",
+            };
+            format!(
+                "(SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket, \
+                 CAST(@@GLOBAL.read_only AS SIGNED) AS read_only, NULL AS id, NULL AS balance \
+                 FROM {table} WHERE level = ? AND bucket = ? {clause}{suffix})"
+            )
+        })
+        .collect();
+    let marks = vec!["?"; rows.len()].join(", ");
+    values.extend(rows.iter().map(|&row| Value::from(row)));
+    branches.push(format!(
+        "(SELECT NULL, NULL, NULL, id, balance FROM {ROWS_TABLE} WHERE id IN ({marks}))"
+    ));
+    bench.stmt(&branches.join(" UNION ALL "), values)
+}
+
+/// hierlock's waiting path on PostgreSQL's bucket table, by hand: a try
+/// that cannot fail (each row `FOR SHARE`/`FOR UPDATE SKIP LOCKED` in an
+/// `EXISTS`, nested in `CASE`s that stop at the first row taken, so a
+/// refused try holds a prefix of the plan), whose row names the backend and
+/// assigns the transaction its id when a row was taken; then the statement
+/// that waits, whose last branch takes the fence (a shared advisory lock)
+/// once every row is locked.
+async fn bucket_path(
+    bench: &Bench,
+    txn: &DatabaseTransaction,
+    table: &str,
+    locks: &[hierlock::PlannedLock],
+) -> Result<(), hierlock::Error> {
+    let mut try_sql = String::from("SELECT ");
+    let mut values = Vec::with_capacity(locks.len() * 2);
+    for lock in locks {
+        let clause = match lock.mode {
+            LockMode::Shared => "FOR SHARE",
+            LockMode::Exclusive => "FOR UPDATE",
+        };
+        try_sql.push_str(&format!(
+            "CASE WHEN EXISTS (SELECT 1 FROM {table} AS t WHERE t.level = ? AND t.bucket = ? \
+             {clause} OF t SKIP LOCKED) THEN "
+        ));
+        values.push(Value::from(i64::from(lock.key.table_level())));
+        values.push(Value::from(lock.key.slot));
+    }
+    try_sql.push('1');
+    try_sql.push_str(&" ELSE 0 END".repeat(locks.len()));
+    let probe = format!(
+        "WITH probe AS MATERIALIZED ({try_sql} AS granted) SELECT probe.granted, \
+         pg_backend_pid()::int8 AS id, CASE WHEN probe.granted = 1 THEN -1 \
+         ELSE pg_current_xact_id()::text::int8 END AS xact FROM probe"
     );
-    txn.query_all_raw(wait).await?;
+    let tried = txn.query_one_raw(bench.stmt(&probe, values)).await?;
+    if tried.is_some_and(|row| row.try_get::<i32>("", "granted").is_ok_and(|g| g == 1)) {
+        return Ok(());
+    }
+    let fence = {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        i64::from(std::process::id()) << 20
+            | (NEXT.fetch_add(1, Ordering::Relaxed) as i64 & 0xfffff)
+    };
+    let wait = by_hand_statement(bench, table, locks);
+    let mut values = wait.values.map(|v| v.0).unwrap_or_default();
+    let fence_param = values.len() + 1;
+    values.push(Value::from(fence));
+    // The fence as one more branch of the `UNION ALL` the locks are read
+    // by: it runs once every row is locked, and returns no row.
+    let sql = wait.sql.replacen(
+        ") AS locked",
+        &format!(" UNION ALL SELECT 1 WHERE pg_advisory_xact_lock_shared(${fence_param})::text IS NULL) AS locked"),
+        1,
+    );
+    txn.query_all_raw(sea_orm::Statement::from_sql_and_values(
+        bench.dialect.backend(),
+        sql,
+        values,
+    ))
+    .await?;
     Ok(())
 }
 
@@ -695,7 +858,7 @@ fn lock_and_read_statement(
     let target = |row: i64| Target::resource(row / 100, row / 10, row).write();
     let plan = locker.plan(&rows.iter().map(|&row| target(row)).collect::<Vec<_>>())?;
     if !bench.dialect.is_mysql_family() {
-        // The advisory calls first (a CTE is evaluated once, before the
+        // The plan's locks first (a CTE is evaluated once, before the
         // rows it is joined to are locked), then the rows, locked for the
         // newest version a wait may have let another transaction write.
         let calls = by_hand_statement(bench, table, plan.locks());
@@ -820,7 +983,8 @@ async fn read_balances(
 /// The plan's locks in one statement that waits: on the MySQL family one
 /// point lookup per bucket row with its mode's clause, joined by `UNION
 /// ALL` (locked in branch order); on PostgreSQL's advisory locks one call
-/// per key in the select list (taken left to right).
+/// per key in the select list (taken left to right); on its bucket table
+/// one `MATERIALIZED` query per row, read in order.
 fn by_hand_statement(
     bench: &Bench,
     table: &str,
@@ -859,6 +1023,33 @@ fn by_hand_statement_with(
             })
             .collect();
         branches.join(" UNION ALL ")
+    } else if bench.postgres_locks == PostgresLocks::BucketTable {
+        // One query per row (PostgreSQL refuses lock clauses inside a
+        // `UNION`), each materialized and read in the plan's order: one row
+        // in all, as the advisory calls' statement answers.
+        let with: Vec<String> = locks
+            .iter()
+            .enumerate()
+            .map(|(i, lock)| {
+                values.push(Value::from(i64::from(lock.key.table_level())));
+                values.push(Value::from(lock.key.slot));
+                let clause = match lock.mode {
+                    LockMode::Shared => "FOR SHARE",
+                    LockMode::Exclusive => "FOR UPDATE",
+                };
+                format!(
+                    "l{i} AS MATERIALIZED (SELECT 1 FROM {table} WHERE level = ? AND bucket = ? {clause})"
+                )
+            })
+            .collect();
+        let reads: Vec<String> = (0..locks.len())
+            .map(|i| format!("SELECT 1 FROM l{i}"))
+            .collect();
+        format!(
+            "WITH {} SELECT count(*) FROM ({}) AS locked",
+            with.join(", "),
+            reads.join(" UNION ALL ")
+        )
     } else {
         let calls: Vec<&str> = locks
             .iter()
