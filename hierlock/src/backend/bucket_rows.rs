@@ -66,7 +66,12 @@ async fn take_probing_postgres(
     run.holds_prefix = plan.locks().len() > 1;
     // The attempt's row named the waiter: no round trip of its own.
     run.named(canceller, rows.first())?;
-    take(run, plan, table).await
+    // It set the lease too, for the rest of the transaction: the
+    // statements that wait need not set it again.
+    let lease = run.lease.take();
+    let taken = take(run, plan, table).await;
+    run.lease = lease;
+    taken
 }
 
 /// The plan's statements (see [`Dialect::split_bucket_plan`](super::dialect::Dialect::split_bucket_plan)), in key

@@ -366,7 +366,8 @@ mod tests {
         assert!(sql(Dialect::MariaDb, 0, Wait::Block).contains("LOCK IN SHARE MODE"));
         assert!(!sql(Dialect::MariaDb, 0, Wait::Block).contains("FOR SHARE"));
         assert!(sql(Dialect::MySql, 0, Wait::Block).contains("FOR SHARE)"));
-        assert!(sql(Dialect::Postgres, 0, Wait::Block).ends_with("FOR SHARE OF b"));
+        assert!(sql(Dialect::Postgres, 0, Wait::Block).contains("FOR SHARE OF b)"));
+        assert!(sql(Dialect::Postgres, 1, Wait::NoWait).ends_with("FOR UPDATE OF b NOWAIT"));
         assert!(sql(Dialect::MySql, 1, Wait::NoWait).ends_with("FOR UPDATE NOWAIT"));
     }
 
@@ -387,12 +388,36 @@ mod tests {
              CAST(@@GLOBAL.read_only AS SIGNED) AS hierlock_read_only \
              FROM `hier_lock_buckets` WHERE level = ? AND bucket = ? FOR UPDATE NOWAIT"
         );
+        let lookup = |n: usize| {
+            format!(
+                "hierlock_k{n} AS MATERIALIZED (SELECT b.level::int8 AS locked_level, \
+                 b.bucket::int8 AS locked_bucket FROM \"hier_lock_buckets\" AS b \
+                 WHERE b.level = ${}::int2 AND b.bucket = ${}::int4 FOR SHARE OF b)",
+                2 * n + 1,
+                2 * n + 2
+            )
+        };
         assert_eq!(
             sql(Dialect::Postgres, 0, Wait::Block),
+            format!(
+                "WITH {}, {} SELECT locked_level, locked_bucket FROM hierlock_k0 \
+                 UNION ALL SELECT locked_level, locked_bucket FROM hierlock_k1",
+                lookup(0),
+                lookup(1)
+            )
+        );
+        // Past the point lookups' limit, a run's keys are two arrays.
+        let large = many_resources(postgres::MAX_POINT_LOOKUPS + 1, 0);
+        let resources = large.runs().nth(1).unwrap();
+        assert_eq!(resources.len(), postgres::MAX_POINT_LOOKUPS + 1);
+        assert_eq!(
+            Dialect::Postgres
+                .bucket_lock_statement(&TableName::default(), resources, Wait::Block, None, None, None)
+                .sql,
             "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket \
              FROM unnest($1::int2[], $2::int4[]) WITH ORDINALITY AS k(level, bucket, position) \
              JOIN \"hier_lock_buckets\" AS b ON b.level = k.level AND b.bucket = k.bucket \
-             ORDER BY k.position FOR SHARE OF b"
+             ORDER BY k.position FOR UPDATE OF b"
         );
     }
 
@@ -468,6 +493,62 @@ mod tests {
             Dialect::MySql.split_bucket_plan(small.locks()),
             vec![small.locks()]
         );
+    }
+
+    /// PostgreSQL's bucket table: a small part locks each row by a point
+    /// lookup of its own, in plan order, the fence last; a larger one, or
+    /// one whose waits are bounded, joins each run's keys as arrays.
+    #[test]
+    fn postgres_locks_a_small_part_by_point_lookups_and_a_large_one_by_runs() {
+        use sea_orm::Value;
+        let table = TableName::default();
+        let plan = resource_plan();
+        let fence = Fence::next(true);
+        let fencing = Fencing {
+            own: fence,
+            releasing: Vec::new(),
+        };
+        let stmt = Dialect::Postgres.bucket_lock_statement(
+            &table,
+            plan.locks(),
+            Wait::Block,
+            Some(Duration::from_secs(60)),
+            Some(&fencing),
+            None,
+        );
+        assert_eq!(stmt.sql.matches(" OF b").count(), 3, "{}", stmt.sql);
+        for (i, clause) in ["FOR SHARE", "FOR SHARE", "FOR UPDATE"].iter().enumerate() {
+            let query = format!("hierlock_k{i} AS MATERIALIZED (SELECT b.level::int8");
+            assert!(stmt.sql.contains(&query), "{}", stmt.sql);
+            let key = format!("WHERE b.level = ${}::int2 AND b.bucket = ${}::int4 {clause} OF b)", 2 * i + 1, 2 * i + 2);
+            assert!(stmt.sql.contains(&key), "{key}: {}", stmt.sql);
+        }
+        assert_eq!(stmt.sql.matches("idle_in_transaction_session_timeout', CASE").count(), 3);
+        assert!(!stmt.sql.contains("unnest("), "{}", stmt.sql);
+        assert!(
+            stmt.sql.ends_with(
+                "FROM hierlock_k2 UNION ALL SELECT NULL, NULL WHERE \
+                 pg_advisory_xact_lock_shared($7::int4, $8::int4)::text IS NULL"
+            ),
+            "{}",
+            stmt.sql
+        );
+        let values = stmt.values.expect("values").0;
+        let (high, low) = fence.postgres_keys();
+        assert_eq!(values.len(), 8);
+        assert_eq!(values[1], Value::from(plan.locks()[0].key.slot));
+        assert_eq!(values[6..], [Value::from(high), Value::from(low)]);
+
+        let runs = |part: &[PlannedLock], wait| {
+            Dialect::Postgres
+                .bucket_lock_statement(&table, part, wait, None, None, None)
+                .sql
+        };
+        let large = many_resources(postgres::MAX_POINT_LOOKUPS, 0);
+        assert!(large.locks().len() > postgres::MAX_POINT_LOOKUPS);
+        assert!(runs(large.locks(), Wait::Block).contains("unnest("));
+        let bounded = runs(plan.locks(), Wait::Timeout(Duration::from_secs(1)));
+        assert!(bounded.contains("unnest(") && bounded.contains("lock_timeout"), "{bounded}");
     }
 
     #[test]

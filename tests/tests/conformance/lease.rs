@@ -106,6 +106,45 @@ pub async fn the_lease_keeps_a_tighter_timeout(backend: Backend) {
         .expect("reset");
 }
 
+/// PostgreSQL: an acquisition that had to wait holds its lease too, set
+/// by its first try for the rest of the transaction (the statement that
+/// waits does not set it again), whatever the transaction's timeout was,
+/// with and without a deadline.
+pub async fn an_acquisition_that_waited_holds_its_lease(backend: Backend) {
+    let fx = Fixture::new(backend, "leasewait", 1000).await;
+    let (db, locker) = fx.leased(Duration::from_secs(7)).await;
+    let r = Target::resource("u1", "a1", "r1").write();
+    for wait in [Wait::Block, Wait::Timeout(Duration::from_secs(30))] {
+        let holder = fx.begin().await;
+        fx.locker
+            .acquire(&holder, [r.clone()])
+            .await
+            .expect("the holder's lock");
+        let txn = db.begin().await.expect("begin");
+        txn.execute_unprepared("SET LOCAL idle_in_transaction_session_timeout = 0")
+            .await
+            .expect("set");
+        let started = std::time::Instant::now();
+        let (acquired, ()) = tokio::join!(
+            bounded(
+                "a waiting acquisition",
+                locker.acquire_with(&txn, [r.clone()], wait)
+            ),
+            async {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                holder.commit().await.expect("the holder commits");
+            }
+        );
+        acquired.expect("granted once the holder committed");
+        assert!(
+            started.elapsed() >= Duration::from_millis(250),
+            "the acquisition waited ({wait:?})"
+        );
+        assert_eq!(idle_in_transaction_timeout(&txn).await, "7s", "{wait:?}");
+        txn.rollback().await.expect("rollback");
+    }
+}
+
 /// The longest lease `Config` accepts is one PostgreSQL holds (its setting
 /// is an `int` of milliseconds): acquisitions with it work; a 30-day lease
 /// is refused by `Config` before any server sees it.

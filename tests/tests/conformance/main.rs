@@ -177,6 +177,7 @@ exact_tests!(mysql => hierlock_tests::Backend::MySql;
 exact_tests!(postgres => hierlock_tests::Backend::Postgres;
     partition::the_lease_ends_with_its_transaction,
     lease::the_lease_keeps_a_tighter_timeout,
+    lease::an_acquisition_that_waited_holds_its_lease,
     versions::unsigned_versions_on_postgres,
     errors::postgres_failure_leaves_the_transaction_usable,
     errors::postgres_server_bound_keeps_the_callers_lock_timeout,
@@ -193,6 +194,7 @@ exact_tests!(postgres_buckets => hierlock_tests::Backend::PostgresBuckets;
     errors::dropped_table_is_not_provisioned,
     partition::the_lease_ends_with_its_transaction,
     lease::the_lease_keeps_a_tighter_timeout,
+    lease::an_acquisition_that_waited_holds_its_lease,
     versions::unsigned_versions_on_postgres,
     errors::postgres_failure_leaves_the_transaction_usable,
     errors::postgres_server_bound_keeps_the_callers_lock_timeout,

@@ -2,7 +2,8 @@
 //! optional bucket table.
 //!
 //! PostgreSQL rejects lock clauses inside a `UNION`, so a bucket plan's
-//! runs of equal modes are `WITH` queries of one statement. It has no
+//! rows (a small plan) or runs of equal modes (a large one) are `WITH`
+//! queries of one statement. It has no
 //! per-statement lock timeout: a timed statement sets `lock_timeout` for
 //! its own waits ([`bounded`]), and hierlock cancels it if it has not
 //! answered just after the deadline (see `cancel`).
@@ -13,6 +14,11 @@ pub(crate) mod advisory;
 /// probe nests one `CASE` per key. Larger plans read the connection id
 /// first and wait at once.
 pub(crate) const MAX_PROBED_KEYS: usize = 64;
+
+/// The largest part of a plan whose bucket rows are locked by point
+/// lookups, one query each ([`bucket_statement`]); a larger one sends each
+/// run of equal modes as two arrays. The MySQL family's limit.
+pub(crate) const MAX_POINT_LOOKUPS: usize = 12;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -36,6 +42,10 @@ use crate::model::plan::{LockMode, PlannedLock};
 /// `UNION ALL`, which runs its branches in order: a run's rows are all
 /// locked before the next run's are read.
 ///
+/// A part of up to [`MAX_POINT_LOOKUPS`] rows with no bound (see
+/// [`bounded`]) locks each row in a query of its own instead
+/// ([`point_lookups`]).
+///
 /// With a `fence` (see `cancel`), a last branch takes it once every row is
 /// locked and returns no row.
 pub(super) fn bucket_statement(
@@ -45,8 +55,11 @@ pub(super) fn bucket_statement(
     lease: Option<Duration>,
     fence: Option<Fence>,
 ) -> Statement {
-    let runs: Vec<&[PlannedLock]> = part.chunk_by(|a, b| a.mode == b.mode).collect();
     let bound = server_bound(wait);
+    if bound.is_none() && part.len() <= MAX_POINT_LOOKUPS {
+        return point_lookups(table, part, wait, lease, fence);
+    }
+    let runs: Vec<&[PlannedLock]> = part.chunk_by(|a, b| a.mode == b.mode).collect();
     let nowait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
     // Each run's two arrays, then the fence's keys, then the bound.
     let fence_param = 2 * runs.len() + 1;
@@ -127,6 +140,57 @@ pub(super) fn bucket_statement(
     }
     values.extend(fence_values(fence));
     values.extend(bound.map(bound_value));
+    Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// A small part of a plan on the bucket table: each row a point lookup on
+/// its full key, locking the row it finds, in a `MATERIALIZED` `WITH` query
+/// of its own, which the `UNION ALL` reads in the plan's order (a part of
+/// one row is that query alone). A small plan's rows cost the server less
+/// this way than the arrays' join, sort and lock (measured under a hot key:
+/// BENCHMARKS.md, "PostgreSQL's bucket table by point lookups").
+/// With a `fence`, a last branch takes it once every row is locked.
+fn point_lookups(
+    table: &str,
+    part: &[PlannedLock],
+    wait: Wait,
+    lease: Option<Duration>,
+    fence: Option<Fence>,
+) -> Statement {
+    let nowait = if wait == Wait::NoWait { " NOWAIT" } else { "" };
+    let lease = lease_column(lease);
+    let lookup = |i: usize, lock: &PlannedLock| {
+        format!(
+            "SELECT b.level::int8 AS locked_level, b.bucket::int8 AS locked_bucket{lease} \
+             FROM {table} AS b WHERE b.level = ${}::int2 AND b.bucket = ${}::int4 {} OF b{nowait}",
+            2 * i + 1,
+            2 * i + 2,
+            lock_clause(lock.mode)
+        )
+    };
+    let sql = if let ([only], None) = (part, fence) {
+        lookup(0, only)
+    } else {
+        let mut with = Vec::with_capacity(part.len());
+        let mut branches = Vec::with_capacity(part.len() + 1);
+        for (i, lock) in part.iter().enumerate() {
+            with.push(format!("hierlock_k{i} AS MATERIALIZED ({})", lookup(i, lock)));
+            branches.push(format!("SELECT locked_level, locked_bucket FROM hierlock_k{i}"));
+        }
+        if fence.is_some() {
+            branches.push(format!(
+                "SELECT NULL, NULL WHERE {} IS NULL",
+                fence_call(2 * part.len() + 1)
+            ));
+        }
+        format!("WITH {} {}", with.join(", "), branches.join(" UNION ALL "))
+    };
+    let mut values = Vec::with_capacity(2 * part.len() + 2);
+    for lock in part {
+        values.push(Value::from(i32::from(lock.key.table_level())));
+        values.push(Value::from(lock.key.slot));
+    }
+    values.extend(fence_values(fence));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
 
