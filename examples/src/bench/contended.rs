@@ -699,6 +699,38 @@ async fn kept_fence_path(
     Ok(txn.query_all_raw(wait).await?)
 }
 
+/// One MySQL-family point lookup per lock, `columns` selected, each with its
+/// mode's lock clause followed by `suffix`, in plan order; their keys are
+/// pushed onto `values`.
+fn mysql_branches(
+    bench: &Bench,
+    table: &str,
+    locks: &[hierlock::PlannedLock],
+    columns: &str,
+    suffix: &str,
+    values: &mut Vec<Value>,
+) -> Vec<String> {
+    let shared = if bench.dialect == Dialect::MySql {
+        "FOR SHARE"
+    } else {
+        "LOCK IN SHARE MODE"
+    };
+    locks
+        .iter()
+        .map(|lock| {
+            values.push(Value::from(i64::from(lock.key.table_level())));
+            values.push(Value::from(lock.key.slot));
+            let clause = match lock.mode {
+                LockMode::Shared => shared,
+                LockMode::Exclusive => "FOR UPDATE",
+            };
+            format!(
+                "(SELECT {columns} FROM {table} WHERE level = ? AND bucket = ? {clause}{suffix})"
+            )
+        })
+        .collect()
+}
+
 /// The columns of a [`reading_statement`]'s rows.
 const READING_COLUMNS: usize = 5;
 
@@ -714,28 +746,16 @@ fn reading_statement(
     rows: &[i64],
     suffix: &str,
 ) -> sea_orm::Statement {
-    let shared = if bench.dialect == Dialect::MySql {
-        "FOR SHARE"
-    } else {
-        "LOCK IN SHARE MODE"
-    };
     let mut values = Vec::with_capacity(locks.len() * 2 + rows.len());
-    let mut branches: Vec<String> = locks
-        .iter()
-        .map(|lock| {
-            values.push(Value::from(i64::from(lock.key.table_level())));
-            values.push(Value::from(lock.key.slot));
-            let clause = match lock.mode {
-                LockMode::Shared => shared,
-                LockMode::Exclusive => "FOR UPDATE",
-            };
-            format!(
-                "(SELECT CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket, \
-                 CAST(@@GLOBAL.read_only AS SIGNED) AS read_only, NULL AS id, NULL AS balance \
-                 FROM {table} WHERE level = ? AND bucket = ? {clause}{suffix})"
-            )
-        })
-        .collect();
+    let mut branches = mysql_branches(
+        bench,
+        table,
+        locks,
+        "CAST(level AS SIGNED) AS locked_level, CAST(bucket AS SIGNED) AS locked_bucket, \
+         CAST(@@GLOBAL.read_only AS SIGNED) AS read_only, NULL AS id, NULL AS balance",
+        suffix,
+        &mut values,
+    );
     let marks = vec!["?"; rows.len()].join(", ");
     values.extend(rows.iter().map(|&row| Value::from(row)));
     branches.push(format!(
@@ -1003,26 +1023,7 @@ fn by_hand_statement_with(
 ) -> sea_orm::Statement {
     let mut values = Vec::new();
     let sql = if bench.dialect.is_mysql_family() {
-        let shared = if bench.dialect == Dialect::MySql {
-            "FOR SHARE"
-        } else {
-            "LOCK IN SHARE MODE"
-        };
-        let branches: Vec<String> = locks
-            .iter()
-            .map(|lock| {
-                values.push(Value::from(i64::from(lock.key.table_level())));
-                values.push(Value::from(lock.key.slot));
-                let clause = match lock.mode {
-                    LockMode::Shared => shared,
-                    LockMode::Exclusive => "FOR UPDATE",
-                };
-                format!(
-                    "(SELECT bucket FROM {table} WHERE level = ? AND bucket = ? {clause}{suffix})"
-                )
-            })
-            .collect();
-        branches.join(" UNION ALL ")
+        mysql_branches(bench, table, locks, "bucket", suffix, &mut values).join(" UNION ALL ")
     } else if bench.postgres_locks == PostgresLocks::BucketTable {
         // One query per row (PostgreSQL refuses lock clauses inside a
         // `UNION`), each materialized and read in the plan's order: one row
