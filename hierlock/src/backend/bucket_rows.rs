@@ -75,8 +75,8 @@ async fn take_probing_postgres(
 }
 
 /// The plan's statements (see [`Dialect::split_bucket_plan`](super::dialect::Dialect::split_bucket_plan)), in key
-/// order: mixed modes in one statement (on PostgreSQL each run of equal
-/// modes a `WITH` query of it).
+/// order: mixed modes in one statement (on PostgreSQL each row, or each
+/// run of equal modes of a large plan, a `WITH` query of it).
 async fn take(
     run: &mut Run<'_, impl ConnectionTrait>,
     plan: &LockPlan,

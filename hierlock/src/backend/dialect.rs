@@ -109,10 +109,10 @@ impl Dialect {
     ///   trip). A larger plan sends each run of equal modes as one list, up
     ///   to [`MAX_RUNS_PER_STATEMENT`] runs per statement: a 30,000-row
     ///   resource plan is one statement, and the cost per row stays flat.
-    /// - PostgreSQL: each run's keys are two arrays, whatever its length,
-    ///   and a statement takes its runs one after another (see
-    ///   `postgres::bucket_statement`): up to 1,000 rows, or 100 runs, per
-    ///   statement.
+    /// - PostgreSQL: a small part's rows are point lookups, a larger one's
+    ///   runs two arrays each, whatever their length, taken one after
+    ///   another (see `postgres::bucket_statement`): up to 1,000 rows, or
+    ///   100 runs, per statement.
     pub(crate) fn split_bucket_plan(self, locks: &[PlannedLock]) -> Vec<&[PlannedLock]> {
         let runs = locks.chunk_by(|a, b| a.mode == b.mode);
         if locks.len() <= self.max_rows_per_statement() {
