@@ -116,10 +116,7 @@ pub(super) fn bucket_statement(
             );
         }
         if fence.is_some() {
-            branches.push(format!(
-                "SELECT NULL, NULL WHERE {} IS NULL",
-                fence_call(fence_param)
-            ));
+            branches.push(fence_branch(fence_param));
         }
         format!("WITH {} {}", with.join(", "), branches.join(" UNION ALL "))
     };
@@ -178,19 +175,11 @@ fn point_lookups(
             branches.push(format!("SELECT locked_level, locked_bucket FROM hierlock_k{i}"));
         }
         if fence.is_some() {
-            branches.push(format!(
-                "SELECT NULL, NULL WHERE {} IS NULL",
-                fence_call(2 * part.len() + 1)
-            ));
+            branches.push(fence_branch(2 * part.len() + 1));
         }
         format!("WITH {} {}", with.join(", "), branches.join(" UNION ALL "))
     };
-    let mut values = Vec::with_capacity(2 * part.len() + 2);
-    for lock in part {
-        values.push(Value::from(i32::from(lock.key.table_level())));
-        values.push(Value::from(lock.key.slot));
-    }
-    values.extend(fence_values(fence));
+    let values = row_keys(part).chain(fence_values(fence));
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
 
@@ -330,6 +319,23 @@ fn fence_values(fence: Option<Fence>) -> impl Iterator<Item = Value> {
     })
 }
 
+/// The `UNION ALL` branch that takes a fence (keys from `$first` on) once
+/// the branches before it have locked their rows, and returns no row.
+fn fence_branch(first: usize) -> String {
+    format!("SELECT NULL, NULL WHERE {} IS NULL", fence_call(first))
+}
+
+/// Each bucket row's `level` and `bucket`, in plan order: the parameters of
+/// statements that name each row by its full key.
+fn row_keys(plan: &[PlannedLock]) -> impl Iterator<Item = Value> + '_ {
+    plan.iter().flat_map(|lock| {
+        [
+            Value::from(i32::from(lock.key.table_level())),
+            Value::from(lock.key.slot),
+        ]
+    })
+}
+
 /// `SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1) THEN CASE WHEN
 /// pg_try_advisory_xact_lock($2) THEN 1 ELSE 0 END ELSE 0 END`: try the keys
 /// left to right and stop at the first one taken
@@ -382,12 +388,7 @@ pub(super) fn bucket_probe(
         )
     });
     let mut sql = granted_until_the_first_refused(tries);
-    let values = plan.iter().flat_map(|lock| {
-        [
-            Value::from(i32::from(lock.key.table_level())),
-            Value::from(lock.key.slot),
-        ]
-    });
+    let values = row_keys(plan);
     sql.push_str(&lease_column(lease));
     if name_waiter {
         sql = naming_the_waiter(&sql);
